@@ -1,0 +1,255 @@
+// Package integration runs the real corral binary as separate processes on
+// 127.0.0.1 and checks behaviour under crashes and restarts.
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/corral-dev/corral/client"
+)
+
+var corralBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "corral-it-bin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	corralBin = filepath.Join(dir, "corral")
+	build := exec.Command("go", "build", "-o", corralBin, "..")
+	build.Stdout, build.Stderr = os.Stdout, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build corral:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// freeAddr returns a 127.0.0.1 port free for both TCP and UDP (QUIC).
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	for i := 0; i < 50; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		addr := l.Addr().String()
+		u, err := net.ListenPacket("udp", addr)
+		l.Close()
+		if err == nil {
+			u.Close()
+			return addr
+		}
+	}
+	t.Fatal("no free port")
+	return ""
+}
+
+// node is one corral process.
+type node struct {
+	id          uint64
+	clusterAddr string
+	httpAddr    string
+	dataDir     string
+	tlsDir      string
+	logPath     string
+	extra       []string
+	cmd         *exec.Cmd
+	exited      chan struct{}
+}
+
+// cluster is a set of controller processes sharing one CA.
+type cluster struct {
+	t     *testing.T
+	dir   string
+	nodes map[uint64]*node
+	mu    sync.Mutex
+}
+
+func createCerts(t *testing.T, dir string) {
+	t.Helper()
+	out, err := exec.Command(corralBin, "certs", "create", "--dir", dir, "--hosts", "127.0.0.1,localhost").CombinedOutput()
+	require.NoError(t, err, "certs create: %s", out)
+}
+
+// newCluster prepares n controllers (not started) with extra flags each.
+func newCluster(t *testing.T, n int, extra ...string) *cluster {
+	t.Helper()
+	c := &cluster{t: t, dir: t.TempDir(), nodes: map[uint64]*node{}}
+	tlsDir := filepath.Join(c.dir, "tls")
+	createCerts(t, tlsDir)
+	for i := 1; i <= n; i++ {
+		id := uint64(i)
+		c.nodes[id] = &node{
+			id: id, clusterAddr: freeAddr(t), httpAddr: freeAddr(t),
+			dataDir: filepath.Join(c.dir, fmt.Sprintf("data-%d", i)), tlsDir: tlsDir,
+			logPath: filepath.Join(c.dir, fmt.Sprintf("node-%d.log", i)), extra: extra,
+		}
+	}
+	t.Cleanup(c.killAll)
+	return c
+}
+
+func (c *cluster) peersFlag() string {
+	var parts []string
+	for i := 1; i <= len(c.nodes); i++ {
+		n := c.nodes[uint64(i)]
+		parts = append(parts, fmt.Sprintf("%d@%s", n.id, n.clusterAddr))
+	}
+	return strings.Join(parts, ",")
+}
+
+func (c *cluster) startAll() {
+	for i := 1; i <= len(c.nodes); i++ {
+		c.start(uint64(i))
+	}
+}
+
+func (c *cluster) args(n *node) []string {
+	args := []string{"run", "--role=controller", fmt.Sprintf("--node-id=%d", n.id), "--data-dir=" + n.dataDir,
+		"--cluster-addr=" + n.clusterAddr, "--http-addr=" + n.httpAddr, "--controllers=" + c.peersFlag(),
+		"--tls-dir=" + n.tlsDir}
+	return append(args, n.extra...)
+}
+
+func (c *cluster) start(id uint64) {
+	c.t.Helper()
+	n := c.nodes[id]
+	logf, err := os.OpenFile(n.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	require.NoError(c.t, err)
+	cmd := exec.Command(corralBin, c.args(n)...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	require.NoError(c.t, cmd.Start())
+	n.cmd = cmd
+	n.exited = make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		logf.Close()
+		close(n.exited)
+	}()
+}
+
+// kill sends SIGKILL and waits for the process to be gone.
+func (c *cluster) kill(id uint64) {
+	n := c.nodes[id]
+	if n.cmd == nil {
+		return
+	}
+	_ = n.cmd.Process.Signal(syscall.SIGKILL)
+	<-n.exited
+	n.cmd = nil
+}
+
+func (c *cluster) killAll() {
+	for id, n := range c.nodes {
+		c.kill(id)
+		if c.t.Failed() {
+			if b, err := os.ReadFile(n.logPath); err == nil {
+				lines := strings.Split(string(b), "\n")
+				if len(lines) > 40 {
+					lines = lines[len(lines)-40:]
+				}
+				c.t.Logf("--- last log lines of node %d ---\n%s", id, strings.Join(lines, "\n"))
+			}
+		}
+	}
+}
+
+func (n *node) endpoint() string { return "http://" + n.httpAddr }
+
+// client returns a Go client over the given nodes (all when none given).
+func (c *cluster) client(ids ...uint64) *client.Client {
+	c.t.Helper()
+	if len(ids) == 0 {
+		for i := 1; i <= len(c.nodes); i++ {
+			ids = append(ids, uint64(i))
+		}
+	}
+	var eps []string
+	for _, id := range ids {
+		eps = append(eps, c.nodes[id].endpoint())
+	}
+	cl, err := client.New(client.Config{Endpoints: eps, Timeout: 10 * time.Second})
+	require.NoError(c.t, err)
+	return cl
+}
+
+type clusterInfo struct {
+	ClusterID    string `json:"cluster_id"`
+	LeaderID     uint64 `json:"leader_id"`
+	Term         uint64 `json:"term"`
+	CommitIndex  uint64 `json:"commit_index"`
+	AppliedIndex uint64 `json:"applied_index"`
+}
+
+func (n *node) info() (*clusterInfo, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", n.endpoint()+"/v1/cluster", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var ci clusterInfo
+	if err := json.NewDecoder(resp.Body).Decode(&ci); err != nil {
+		return nil, err
+	}
+	return &ci, nil
+}
+
+// waitLeader waits until every listed node reports the same leader, which
+// is one of them, and returns it.
+func (c *cluster) waitLeader(timeout time.Duration, ids ...uint64) uint64 {
+	c.t.Helper()
+	if len(ids) == 0 {
+		for i := 1; i <= len(c.nodes); i++ {
+			ids = append(ids, uint64(i))
+		}
+	}
+	var lead uint64
+	require.Eventually(c.t, func() bool {
+		lead = 0
+		for _, id := range ids {
+			ci, err := c.nodes[id].info()
+			if err != nil || ci.LeaderID == 0 || (lead != 0 && ci.LeaderID != lead) {
+				return false
+			}
+			lead = ci.LeaderID
+		}
+		for _, id := range ids {
+			if id == lead {
+				return true
+			}
+		}
+		return false
+	}, timeout, 20*time.Millisecond, "nodes %v never agreed on a leader", ids)
+	return lead
+}
+
+// runCLI runs the corral binary and returns combined output and exit code.
+func runCLI(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(corralBin, args...)
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return string(out), ee.ExitCode()
+	}
+	require.NoError(t, err)
+	return string(out), 0
+}
