@@ -1,0 +1,221 @@
+package metadata
+
+import (
+	"encoding/binary"
+	"fmt"
+	"strconv"
+)
+
+// CommandFormatV1 is the first byte of every command record written by this
+// version. See docs/ENCODING.md.
+const CommandFormatV1 = 1
+
+// Op identifies what a Command does. Values 1..127 name operations; the high
+// bit is IgnoreUnknownTypeFlag.
+type Op uint8
+
+// Operations known to this version. Values are persisted in the raft log and
+// must never be renumbered or reused.
+const (
+	// OpPut stores Value under Key (optionally compare-and-set).
+	OpPut Op = 1
+	// OpDelete removes Key (optionally compare-and-set).
+	OpDelete Op = 2
+	// OpSetClusterID records the cluster id carried in Key if none is set yet.
+	OpSetClusterID Op = 3
+)
+
+// IgnoreUnknownTypeFlag may be OR-ed into an Op by a proposer (like Nomad's
+// structs.IgnoreUnknownTypeFlag). A replica that does not know the op then
+// skips the entry instead of failing with ErrUnknownOp. Only set it on ops
+// whose effects older replicas may safely miss (e.g. advisory state);
+// replicas that know the op apply it normally regardless of the flag.
+const IgnoreUnknownTypeFlag Op = 0x80
+
+// Base returns the op without IgnoreUnknownTypeFlag.
+func (o Op) Base() Op { return o &^ IgnoreUnknownTypeFlag }
+
+// Ignorable reports whether IgnoreUnknownTypeFlag is set.
+func (o Op) Ignorable() bool { return o&IgnoreUnknownTypeFlag != 0 }
+
+// String returns a short name for logs.
+func (o Op) String() string {
+	var s string
+	switch o.Base() {
+	case OpPut:
+		s = "put"
+	case OpDelete:
+		s = "delete"
+	case OpSetClusterID:
+		s = "set_cluster_id"
+	default:
+		s = "op(" + strconv.Itoa(int(o.Base())) + ")"
+	}
+	if o.Ignorable() {
+		s += "|ignorable"
+	}
+	return s
+}
+
+// Command is one replicated state-machine operation, the payload of a raft
+// log entry. Use Marshal to produce the log bytes.
+type Command struct {
+	ID           uint64 // proposer's request id; used only to wake the waiter
+	Op           Op
+	Key          string // for OpSetClusterID: the cluster id
+	Value        []byte
+	PrevRevision int64 // compare-and-set on mod_revision, meaningful iff HasPrev; 0 = key must not exist
+	HasPrev      bool
+
+	// payload keeps the raw payload of an op this version does not know
+	// (only decodable when ignorable) so Marshal reproduces the input.
+	payload []byte
+}
+
+// kvFlagHasPrev is bit 0 of the KV payload flags byte. Other bits are
+// reserved and rejected so that a newer writer's flags are never silently
+// misread.
+const kvFlagHasPrev = 1
+
+// isKVOp reports whether o uses the KV payload layout.
+func isKVOp(o Op) bool {
+	switch o.Base() {
+	case OpPut, OpDelete, OpSetClusterID:
+		return true
+	}
+	return false
+}
+
+// Marshal encodes c as a v1 command record: version byte, op byte, uvarint
+// id, uvarint payload length, op-specific payload. The encoding is canonical.
+func (c *Command) Marshal() []byte {
+	if !isKVOp(c.Op) {
+		b := make([]byte, 0, 2+binary.MaxVarintLen64*2+len(c.payload))
+		b = append(b, CommandFormatV1, byte(c.Op))
+		b = binary.AppendUvarint(b, c.ID)
+		return appendLenBytes(b, c.payload)
+	}
+	n := c.kvPayloadLen()
+	b := make([]byte, 0, 2+binary.MaxVarintLen64*2+n)
+	b = append(b, CommandFormatV1, byte(c.Op))
+	b = binary.AppendUvarint(b, c.ID)
+	b = binary.AppendUvarint(b, uint64(n))
+	return c.appendKVPayload(b)
+}
+
+func (c *Command) kvPayloadLen() int {
+	n := 1 + uvarintLen(uint64(len(c.Key))) + len(c.Key) + uvarintLen(uint64(len(c.Value))) + len(c.Value)
+	if c.HasPrev {
+		n += uvarintLen(zigzag(c.PrevRevision))
+	}
+	return n
+}
+
+func (c *Command) appendKVPayload(b []byte) []byte {
+	var flags byte
+	if c.HasPrev {
+		flags |= kvFlagHasPrev
+	}
+	b = append(b, flags)
+	b = appendLenString(b, c.Key)
+	b = appendLenBytes(b, c.Value)
+	if c.HasPrev {
+		b = binary.AppendVarint(b, c.PrevRevision)
+	}
+	return b
+}
+
+func zigzag(x int64) uint64 {
+	ux := uint64(x) << 1
+	if x < 0 {
+		ux = ^ux
+	}
+	return ux
+}
+
+// UnmarshalCommand decodes a command record. It returns an error wrapping
+// ErrMalformed for garbage, truncation or trailing bytes,
+// ErrUnsupportedVersion for an unknown format version and ErrUnknownOp for an
+// unknown op without IgnoreUnknownTypeFlag. It never panics and the returned
+// Command shares no memory with b.
+func UnmarshalCommand(b []byte) (*Command, error) {
+	c, _, err := decodeCommand(b)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// decodeCommand is UnmarshalCommand that also returns the request id as soon
+// as the envelope header decoded, so Apply can hand an error for an unknown
+// op back to the proposer's waiter.
+func decodeCommand(b []byte) (*Command, uint64, error) {
+	r := reader{b: b}
+	ver, err := r.byte()
+	if err != nil {
+		return nil, 0, fmt.Errorf("decode command version: %w: %w", ErrMalformed, err)
+	}
+	if ver != CommandFormatV1 {
+		return nil, 0, fmt.Errorf("decode command: %w: command format %d (this binary reads %d)", ErrUnsupportedVersion, ver, CommandFormatV1)
+	}
+	opb, err := r.byte()
+	if err != nil {
+		return nil, 0, fmt.Errorf("decode command op: %w: %w", ErrMalformed, err)
+	}
+	c := &Command{Op: Op(opb)}
+	if c.ID, err = r.uvarint(); err != nil {
+		return nil, 0, fmt.Errorf("decode command id: %w: %w", ErrMalformed, err)
+	}
+	payload, err := r.lenBytes()
+	if err != nil {
+		return nil, c.ID, fmt.Errorf("decode command payload length: %w: %w", ErrMalformed, err)
+	}
+	if r.remaining() != 0 {
+		return nil, c.ID, fmt.Errorf("decode command: %w: %d trailing bytes", ErrMalformed, r.remaining())
+	}
+	switch {
+	case isKVOp(c.Op):
+		err = c.decodeKVPayload(payload)
+	case c.Op.Ignorable():
+		c.payload = append([]byte(nil), payload...)
+	default:
+		err = fmt.Errorf("%w %d (not ignorable; this binary is older than the log)", ErrUnknownOp, uint8(c.Op))
+	}
+	if err != nil {
+		return nil, c.ID, fmt.Errorf("decode %s command: %w", c.Op, err)
+	}
+	return c, c.ID, nil
+}
+
+func (c *Command) decodeKVPayload(p []byte) error {
+	r := reader{b: p}
+	flags, err := r.byte()
+	if err != nil {
+		return fmt.Errorf("flags: %w: %w", ErrMalformed, err)
+	}
+	if flags&^kvFlagHasPrev != 0 {
+		return fmt.Errorf("%w: reserved flag bits set (%#x)", ErrMalformed, flags)
+	}
+	key, err := r.lenBytes()
+	if err != nil {
+		return fmt.Errorf("key: %w: %w", ErrMalformed, err)
+	}
+	val, err := r.lenBytes()
+	if err != nil {
+		return fmt.Errorf("value: %w: %w", ErrMalformed, err)
+	}
+	c.Key = string(key)
+	if len(val) > 0 {
+		c.Value = append([]byte(nil), val...)
+	}
+	if flags&kvFlagHasPrev != 0 {
+		c.HasPrev = true
+		if c.PrevRevision, err = r.varint(); err != nil {
+			return fmt.Errorf("prev revision: %w: %w", ErrMalformed, err)
+		}
+	}
+	if r.remaining() != 0 {
+		return fmt.Errorf("%w: %d trailing payload bytes", ErrMalformed, r.remaining())
+	}
+	return nil
+}

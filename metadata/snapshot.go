@@ -1,0 +1,282 @@
+package metadata
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+
+	"github.com/google/btree"
+)
+
+// Snapshot format v1 (see docs/ENCODING.md):
+//
+//	magic "CORRALMD" | version u8 = 1 | section* | crc32c u32be
+//
+// section = tag u8 | length u64be | payload. Tags appear in strictly
+// increasing order of their base value. A tag with SectionIgnorableFlag may
+// be skipped by readers that do not know it; any other unknown tag is
+// rejected because skipping it would lose replicated state.
+
+// SnapshotFormatV1 is the version byte of snapshots written by this version.
+const SnapshotFormatV1 = 1
+
+// SectionIgnorableFlag marks a snapshot section that readers which do not
+// know its tag may skip (the snapshot counterpart of IgnoreUnknownTypeFlag).
+const SectionIgnorableFlag = 0x80
+
+const (
+	snapshotMagic    = "CORRALMD"
+	snapHeaderLen    = len(snapshotMagic) + 1
+	snapTrailerLen   = 4
+	sectionHeaderLen = 1 + 8
+	sectionMeta      = 1 // applied index, revision, cluster id
+	sectionKV        = 2 // all keys in ascending order
+	minKVRecordLen   = 6 // 1-byte key with its length, empty value, three 1-byte uvarints
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Snapshot serialises the state. Equal states (same applied index,
+// revision, cluster id and KVs) produce identical bytes. Only a cheap
+// copy-on-write clone is taken under the lock, so Apply and readers are not
+// blocked while a large state is encoded.
+func (s *State) Snapshot() ([]byte, error) {
+	// Clone mutates the tree's copy-on-write bookkeeping, so it needs the
+	// exclusive lock even though it is logically a read.
+	s.mu.Lock()
+	applied, rev, cid := s.applied, s.revision, s.clusterID
+	tree := s.kvs.Clone()
+	s.mu.Unlock()
+	return encodeSnapshot(applied, rev, cid, tree), nil
+}
+
+func encodeSnapshot(applied uint64, rev int64, cid string, tree *btree.BTreeG[item]) []byte {
+	metaLen := uvarintLen(applied) + uvarintLen(uint64(rev)) + uvarintLen(uint64(len(cid))) + len(cid)
+	kvLen := uvarintLen(uint64(tree.Len()))
+	tree.Ascend(func(it item) bool {
+		kvLen += kvRecordLen(it)
+		return true
+	})
+	b := make([]byte, 0, snapHeaderLen+2*sectionHeaderLen+metaLen+kvLen+snapTrailerLen)
+	b = append(b, snapshotMagic...)
+	b = append(b, SnapshotFormatV1)
+
+	b = appendSectionHeader(b, sectionMeta, metaLen)
+	b = binary.AppendUvarint(b, applied)
+	b = binary.AppendUvarint(b, uint64(rev))
+	b = appendLenString(b, cid)
+
+	b = appendSectionHeader(b, sectionKV, kvLen)
+	b = binary.AppendUvarint(b, uint64(tree.Len()))
+	tree.Ascend(func(it item) bool {
+		b = appendLenString(b, it.key)
+		b = appendLenBytes(b, it.value)
+		b = binary.AppendUvarint(b, uint64(it.create))
+		b = binary.AppendUvarint(b, uint64(it.mod))
+		b = binary.AppendUvarint(b, uint64(it.version))
+		return true
+	})
+	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+}
+
+func kvRecordLen(it item) int {
+	return uvarintLen(uint64(len(it.key))) + len(it.key) + uvarintLen(uint64(len(it.value))) + len(it.value) +
+		uvarintLen(uint64(it.create)) + uvarintLen(uint64(it.mod)) + uvarintLen(uint64(it.version))
+}
+
+func appendSectionHeader(b []byte, tag byte, n int) []byte {
+	b = append(b, tag)
+	return binary.BigEndian.AppendUint64(b, uint64(n))
+}
+
+// Restore decodes a snapshot produced by Snapshot. Invalid input yields an
+// error wrapping ErrCorruptSnapshot (or ErrUnsupportedVersion for a newer
+// format); it never panics, and everything it allocates is bounded by
+// len(data). The returned State shares no memory with data.
+func Restore(data []byte) (*State, error) {
+	s, err := decodeSnapshot(data)
+	if err != nil {
+		return nil, fmt.Errorf("restore metadata snapshot: %w", err)
+	}
+	return s, nil
+}
+
+// RestoreFrom replaces s's contents with the decoded snapshot, so holders of
+// s (e.g. HTTP readers) see the new state without swapping pointers. On error
+// s is unchanged.
+func (s *State) RestoreFrom(data []byte) error {
+	n, err := Restore(data)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.applied, s.revision, s.clusterID, s.kvs = n.applied, n.revision, n.clusterID, n.kvs
+	return nil
+}
+
+func corrupt(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrCorruptSnapshot}, args...)...)
+}
+
+func decodeSnapshot(data []byte) (*State, error) {
+	if len(data) < snapHeaderLen+snapTrailerLen {
+		return nil, corrupt("truncated: %d bytes, need at least %d", len(data), snapHeaderLen+snapTrailerLen)
+	}
+	if !bytes.Equal(data[:len(snapshotMagic)], []byte(snapshotMagic)) {
+		return nil, corrupt("bad magic %q (not a corral metadata snapshot)", data[:len(snapshotMagic)])
+	}
+	if v := data[len(snapshotMagic)]; v != SnapshotFormatV1 {
+		return nil, fmt.Errorf("%w: snapshot format %d (this binary reads %d)", ErrUnsupportedVersion, v, SnapshotFormatV1)
+	}
+	body := data[:len(data)-snapTrailerLen]
+	want := binary.BigEndian.Uint32(data[len(body):])
+	if got := crc32.Checksum(body, castagnoli); got != want {
+		return nil, corrupt("checksum mismatch: stored %#08x, computed %#08x (truncated or damaged)", want, got)
+	}
+
+	s := New()
+	r := reader{b: body, off: snapHeaderLen}
+	var seen [2]bool // meta, kv
+	last := -1
+	for r.remaining() > 0 {
+		tag, payload, err := readSection(&r)
+		if err != nil {
+			return nil, err
+		}
+		base := int(tag &^ SectionIgnorableFlag)
+		if base <= last {
+			return nil, corrupt("section %d out of order after %d", base, last)
+		}
+		last = base
+		switch base {
+		case sectionMeta:
+			err = s.decodeMeta(payload)
+			seen[0] = true
+		case sectionKV:
+			if !seen[0] {
+				return nil, corrupt("kv section before meta section")
+			}
+			err = s.decodeKVs(payload)
+			seen[1] = true
+		default:
+			if tag&SectionIgnorableFlag == 0 {
+				return nil, fmt.Errorf("%w: unknown required snapshot section %d (written by a newer corral)", ErrUnsupportedVersion, base)
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if !seen[0] || !seen[1] {
+		return nil, corrupt("missing section (meta present: %t, kv present: %t)", seen[0], seen[1])
+	}
+	return s, nil
+}
+
+func readSection(r *reader) (byte, []byte, error) {
+	start := r.off
+	hdr, err := r.bytes(sectionHeaderLen)
+	if err != nil {
+		return 0, nil, corrupt("section header at offset %d: %v", start, err)
+	}
+	n := binary.BigEndian.Uint64(hdr[1:])
+	payload, err := r.bytes(n)
+	if err != nil {
+		return 0, nil, corrupt("section %d at offset %d: length %d exceeds remaining %d bytes", hdr[0], start, n, r.remaining())
+	}
+	return hdr[0], payload, nil
+}
+
+func (s *State) decodeMeta(p []byte) error {
+	r := reader{b: p}
+	var err error
+	if s.applied, err = r.uvarint(); err != nil {
+		return corrupt("meta applied index: %v", err)
+	}
+	if s.revision, err = r.int64u(); err != nil {
+		return corrupt("meta revision: %v", err)
+	}
+	cid, err := r.lenBytes()
+	if err != nil {
+		return corrupt("meta cluster id: %v", err)
+	}
+	s.clusterID = string(cid)
+	if r.remaining() != 0 {
+		return corrupt("meta section: %d trailing bytes", r.remaining())
+	}
+	return nil
+}
+
+func (s *State) decodeKVs(p []byte) error {
+	r := reader{b: p}
+	count, err := r.uvarint()
+	if err != nil {
+		return corrupt("kv count: %v", err)
+	}
+	// Each record takes at least minKVRecordLen bytes, so a forged count
+	// cannot make us loop (or allocate) beyond what the input holds.
+	if count > uint64(r.remaining()/minKVRecordLen) {
+		return corrupt("kv count %d cannot fit in %d bytes", count, r.remaining())
+	}
+	prev := ""
+	for i := range count {
+		it, err := readKVRecord(&r)
+		if err != nil {
+			return corrupt("kv record %d: %v", i, err)
+		}
+		if i > 0 && it.key <= prev {
+			return corrupt("kv record %d: key %q not after %q", i, it.key, prev)
+		}
+		if err := it.check(s.revision); err != nil {
+			return corrupt("kv record %d (key %q): %v", i, it.key, err)
+		}
+		prev = it.key
+		s.kvs.ReplaceOrInsert(it)
+	}
+	if r.remaining() != 0 {
+		return corrupt("kv section: %d trailing bytes", r.remaining())
+	}
+	return nil
+}
+
+func readKVRecord(r *reader) (item, error) {
+	var it item
+	key, err := r.lenBytes()
+	if err != nil {
+		return it, fmt.Errorf("key: %w", err)
+	}
+	val, err := r.lenBytes()
+	if err != nil {
+		return it, fmt.Errorf("value: %w", err)
+	}
+	if it.create, err = r.int64u(); err != nil {
+		return it, fmt.Errorf("create revision: %w", err)
+	}
+	if it.mod, err = r.int64u(); err != nil {
+		return it, fmt.Errorf("mod revision: %w", err)
+	}
+	if it.version, err = r.int64u(); err != nil {
+		return it, fmt.Errorf("version: %w", err)
+	}
+	it.key = string(key)
+	if len(val) > 0 {
+		it.value = append([]byte(nil), val...)
+	}
+	return it, nil
+}
+
+// check enforces the invariants Apply maintains, so a restored state is one
+// Apply could have produced.
+func (it item) check(revision int64) error {
+	switch {
+	case it.key == "":
+		return fmt.Errorf("empty key")
+	case it.create < 1 || it.mod < it.create || it.mod > revision:
+		return fmt.Errorf("revisions create=%d mod=%d outside 1..%d", it.create, it.mod, revision)
+	case it.version < 1 || it.version > it.mod-it.create+1:
+		return fmt.Errorf("version %d impossible for create=%d mod=%d", it.version, it.create, it.mod)
+	}
+	return nil
+}

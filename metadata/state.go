@@ -1,0 +1,118 @@
+package metadata
+
+import (
+	"strings"
+	"sync"
+
+	"github.com/google/btree"
+)
+
+// KV is one key with its etcd-style revision metadata.
+type KV struct {
+	Key            string
+	Value          []byte
+	CreateRevision int64 // revision of the put that created the key (since its last delete)
+	ModRevision    int64 // revision of the last put
+	Version        int64 // number of puts since creation; 1 after create
+}
+
+// Result is the outcome of applying one log entry.
+type Result struct {
+	Revision int64 // store revision after apply (or current revision on failure)
+	Deleted  int64 // for deletes: 1 if the key existed, else 0
+	Err      error // *CompareError (Is ErrCompareFailed), ErrInvalid, ErrMalformed, ErrUnknownOp, ...
+}
+
+// item is the stored form of a KV. Stored values are never mutated in place:
+// a put replaces the slice, so a clone of the tree can be serialised while
+// Apply keeps running.
+type item struct {
+	key         string
+	value       []byte
+	create, mod int64
+	version     int64
+}
+
+func itemLess(a, b item) bool { return a.key < b.key }
+
+// btreeDegree trades node size against depth; 32 is the usual choice for
+// in-memory trees of small items.
+const btreeDegree = 32
+
+func newTree() *btree.BTreeG[item] { return btree.NewG(btreeDegree, itemLess) }
+
+func (it item) kv() KV {
+	// Copy so callers can never mutate replicated state.
+	v := make([]byte, len(it.value))
+	copy(v, it.value)
+	return KV{Key: it.key, Value: v, CreateRevision: it.create, ModRevision: it.mod, Version: it.version}
+}
+
+// State is the metadata state machine. One goroutine calls Apply (and
+// Snapshot/RestoreFrom); any number of goroutines may read concurrently.
+type State struct {
+	mu        sync.RWMutex
+	applied   uint64
+	revision  int64
+	clusterID string
+	kvs       *btree.BTreeG[item]
+}
+
+// New returns an empty state at applied index 0 and revision 0.
+func New() *State { return &State{kvs: newTree()} }
+
+// AppliedIndex returns the index of the last applied log entry.
+func (s *State) AppliedIndex() uint64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.applied
+}
+
+// Revision returns the current store revision (number of successful
+// mutations so far).
+func (s *State) Revision() int64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.revision
+}
+
+// ClusterID returns the recorded cluster id, or "" if none was set.
+func (s *State) ClusterID() string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.clusterID
+}
+
+// Get returns a copy of key's KV.
+func (s *State) Get(key string) (KV, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	it, ok := s.kvs.Get(item{key: key})
+	if !ok {
+		return KV{}, false
+	}
+	return it.kv(), true
+}
+
+// Range returns copies of the KVs whose key starts with prefix, sorted by key
+// (byte-wise). limit <= 0 returns all of them; "" matches every key.
+func (s *State) Range(prefix string, limit int) []KV {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []KV
+	s.kvs.AscendGreaterOrEqual(item{key: prefix}, func(it item) bool {
+		if !strings.HasPrefix(it.key, prefix) {
+			return false
+		}
+		out = append(out, it.kv())
+		return limit <= 0 || len(out) < limit
+	})
+	return out
+}
+
+// Count returns the number of keys.
+func (s *State) Count() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.kvs.Len()
+}
