@@ -1,0 +1,220 @@
+package transport
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/quic-go/quic-go"
+	"go.etcd.io/raft/v3/raftpb"
+)
+
+// snapshotReadTimeout bounds how long a snapshot stream may take to arrive.
+const snapshotReadTimeout = 10 * time.Minute
+
+// acceptLoop accepts connections (the TLS handshake, including the client
+// certificate check, is already done) and routes them by ALPN.
+func (q *QUIC) acceptLoop() {
+	for {
+		conn, err := q.ln.Accept(q.ctx)
+		if err != nil {
+			q.mu.RLock()
+			closed := q.closed
+			q.mu.RUnlock()
+			if !closed && q.ctx.Err() == nil && !errors.Is(err, quic.ErrServerClosed) {
+				q.log.Error("accept failed; no longer accepting peers", "err", err)
+			}
+			return
+		}
+		proto := conn.ConnectionState().TLS.NegotiatedProtocol
+		var fn func(*quic.Conn)
+		if proto == ALPNRaft {
+			fn = q.serveRaftConn
+		} else {
+			q.mu.RLock()
+			fn = q.alpn[proto]
+			q.mu.RUnlock()
+		}
+		if fn == nil {
+			_ = conn.CloseWithError(errCodeUnsupportedALPN, "unsupported application protocol")
+			continue
+		}
+		if !q.track(conn) {
+			_ = conn.CloseWithError(errCodeShutdown, "node shutting down")
+			return
+		}
+		q.wg.Go(func() {
+			defer q.untrack(conn)
+			fn(conn)
+		})
+	}
+}
+
+func (q *QUIC) track(c *quic.Conn) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return false
+	}
+	q.conns[c] = struct{}{}
+	return true
+}
+
+func (q *QUIC) untrack(c *quic.Conn) {
+	q.mu.Lock()
+	delete(q.conns, c)
+	q.mu.Unlock()
+}
+
+// serveRaftConn reads every stream a peer opens on one connection: long-lived
+// unidirectional message streams and one bidirectional stream per snapshot.
+func (q *QUIC) serveRaftConn(conn *quic.Conn) {
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			s, err := conn.AcceptUniStream(q.ctx)
+			if err != nil {
+				return
+			}
+			wg.Go(func() { q.readMessages(conn, s) })
+		}
+	})
+	for {
+		s, err := conn.AcceptStream(q.ctx)
+		if err != nil {
+			break
+		}
+		wg.Go(func() { q.readSnapshot(conn, s) })
+	}
+	_ = conn.CloseWithError(errCodeShutdown, "")
+	wg.Wait()
+}
+
+// readStreamHeader reads and checks a stream header; on failure the whole
+// connection is refused (a peer speaking garbage or another cluster is not a
+// peer) and the rejection is counted.
+func (q *QUIC) readStreamHeader(conn *quic.Conn, r io.Reader, kind byte) (streamHeader, bool) {
+	hdr, err := readHeader(r)
+	if err == nil && hdr.kind != kind {
+		err = errors.New("unexpected stream kind")
+	}
+	if err != nil {
+		if conn.Context().Err() != nil || q.ctx.Err() != nil {
+			return hdr, false // connection went away; not the peer's fault
+		}
+		q.met.rejected.WithLabelValues(RejectBadHeader).Inc()
+		q.log.Warn("refusing peer: bad stream header", "remote", conn.RemoteAddr(), "err", err)
+		_ = conn.CloseWithError(errCodeBadHeader, "bad stream header")
+		return hdr, false
+	}
+	if local := q.clusterID(); local != "" && hdr.clusterID != "" && local != hdr.clusterID {
+		q.met.rejected.WithLabelValues(RejectClusterID).Inc()
+		q.log.Warn("refusing peer from another cluster", "peer", hdr.from, "remote", conn.RemoteAddr(),
+			"their_cluster_id", hdr.clusterID, "our_cluster_id", local)
+		_ = conn.CloseWithError(errCodeClusterMismatch, "cluster id mismatch")
+		return hdr, false
+	}
+	return hdr, true
+}
+
+// checkMessage drops messages not addressed to us or not from the node the
+// stream header claims (e.g. an address now used by another node id).
+func (q *QUIC) checkMessage(hdr streamHeader, m *raftpb.Message) bool {
+	if m.GetTo() == q.cfg.NodeID && m.GetFrom() == hdr.from {
+		return true
+	}
+	q.met.rejected.WithLabelValues(RejectWrongNode).Inc()
+	q.log.Warn("dropping misaddressed raft message", "stream_from", hdr.from,
+		"from", m.GetFrom(), "to", m.GetTo(), "type", m.GetType().String())
+	return false
+}
+
+func (q *QUIC) readMessages(conn *quic.Conn, s *quic.ReceiveStream) {
+	_ = s.SetReadDeadline(time.Now().Add(headerTimeout))
+	br := bufio.NewReaderSize(s, 64<<10)
+	hdr, ok := q.readStreamHeader(conn, br, streamKindMessages)
+	if !ok {
+		s.CancelRead(errCodeBadFrame)
+		return
+	}
+	// No read deadline from here on: raft heartbeats keep the stream busy
+	// and QUIC's idle timeout detects a dead peer.
+	_ = s.SetReadDeadline(time.Time{})
+	var buf []byte
+	for {
+		frame, err := readFrame(br, maxMessageFrame, buf)
+		if err != nil {
+			if !errors.Is(err, io.EOF) && conn.Context().Err() == nil && q.ctx.Err() == nil {
+				q.log.Warn("closing message stream from peer", "peer", hdr.from, "err", err)
+				s.CancelRead(errCodeBadFrame)
+			}
+			return
+		}
+		if cap(frame) <= 1<<20 {
+			buf = frame // reuse: proto.Unmarshal copies bytes fields
+		}
+		m, err := decodeMessage(frame)
+		if err != nil {
+			q.log.Warn("closing message stream from peer", "peer", hdr.from, "err", err)
+			s.CancelRead(errCodeBadFrame)
+			return
+		}
+		if !q.checkMessage(hdr, m) {
+			continue
+		}
+		q.deliver(hdr.from, m)
+		if q.ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+func (q *QUIC) deliver(from uint64, m *raftpb.Message) error {
+	q.met.received.WithLabelValues(m.GetType().String()).Inc()
+	q.touchPeer(from)
+	q.mu.RLock()
+	h := q.handler
+	q.mu.RUnlock()
+	err := h.Process(q.ctx, m)
+	if err != nil && q.ctx.Err() == nil {
+		q.log.Debug("handler rejected raft message", "from", from, "type", m.GetType().String(), "err", err)
+	}
+	return err
+}
+
+// readSnapshot receives one MsgSnap and acknowledges it after Process.
+func (q *QUIC) readSnapshot(conn *quic.Conn, s *quic.Stream) {
+	_ = s.SetReadDeadline(time.Now().Add(headerTimeout))
+	br := bufio.NewReaderSize(s, 64<<10)
+	hdr, ok := q.readStreamHeader(conn, br, streamKindSnapshot)
+	if !ok {
+		s.CancelRead(errCodeBadFrame)
+		s.CancelWrite(errCodeBadFrame)
+		return
+	}
+	_ = s.SetReadDeadline(time.Now().Add(snapshotReadTimeout))
+	ack := ackFail
+	defer func() {
+		_ = s.SetWriteDeadline(time.Now().Add(writeTimeout))
+		_, _ = s.Write([]byte{ack})
+		_ = s.Close()
+	}()
+	frame, err := readFrame(br, maxSnapshotFrame, nil)
+	if err != nil {
+		q.log.Warn("snapshot stream failed", "peer", hdr.from, "err", err)
+		return
+	}
+	m, err := decodeMessage(frame)
+	if err != nil || m.GetType() != raftpb.MsgSnap {
+		q.log.Warn("bad snapshot message", "peer", hdr.from, "type", m.GetType().String(), "err", err)
+		return
+	}
+	if !q.checkMessage(hdr, m) {
+		return
+	}
+	if q.deliver(hdr.from, m) == nil {
+		ack = ackOK
+	}
+}

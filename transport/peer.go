@@ -1,0 +1,371 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/quic-go/quic-go"
+	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+)
+
+// peer is the sending side towards one node. Its run goroutine owns the
+// outbound connection: dial (with backoff) → open the message stream →
+// write queued frames until an error → report unreachable → back off.
+type peer struct {
+	q       *QUIC
+	id      uint64
+	idLabel string
+	msgc    chan outMsg
+	snapc   chan outMsg
+	ctx     context.Context // cancelled by RemovePeer / Close
+	cancel  context.CancelFunc
+	snapWG  sync.WaitGroup
+
+	mu            sync.Mutex
+	addr          string
+	cancelAttempt context.CancelFunc // cancels the current attempt (address change)
+	connected     bool
+	lastContact   time.Time
+	rtt           time.Duration
+}
+
+func newPeer(q *QUIC, id uint64, addr string) *peer {
+	p := &peer{
+		q:       q,
+		id:      id,
+		idLabel: strconv.FormatUint(id, 10),
+		msgc:    make(chan outMsg, queueSize),
+		snapc:   make(chan outMsg, snapQueueSize),
+		addr:    addr,
+	}
+	p.ctx, p.cancel = context.WithCancel(q.ctx)
+	return p
+}
+
+// enqueue never blocks: a full queue drops the message.
+func (p *peer) enqueue(m outMsg) {
+	c := p.msgc
+	if m.snap {
+		c = p.snapc
+	}
+	select {
+	case c <- m:
+	default:
+		p.drop(m)
+	}
+}
+
+// drop discards m and tells raft, as etcd's peer.send does.
+func (p *peer) drop(m outMsg) {
+	p.q.met.dropped.Inc()
+	if m.snap {
+		p.q.met.snapsFailed.Inc()
+		p.q.rep.reportSnapshot(p.id, raft.SnapshotFailure)
+	}
+	p.q.rep.reportUnreachable(p.id)
+}
+
+// dropQueued discards everything currently queued (the peer is down).
+func (p *peer) dropQueued() {
+	for {
+		select {
+		case m := <-p.msgc:
+			p.drop(m)
+		case m := <-p.snapc:
+			p.drop(m)
+		default:
+			return
+		}
+	}
+}
+
+func (p *peer) setAddr(addr string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if addr == p.addr {
+		return
+	}
+	p.addr = addr
+	if p.cancelAttempt != nil {
+		p.cancelAttempt()
+	}
+}
+
+func (p *peer) newAttempt() (context.Context, context.CancelFunc, string) {
+	ctx, cancel := context.WithCancel(p.ctx)
+	p.mu.Lock()
+	p.cancelAttempt = cancel
+	addr := p.addr
+	p.mu.Unlock()
+	return ctx, cancel, addr
+}
+
+func (p *peer) touch() {
+	p.mu.Lock()
+	p.lastContact = time.Now()
+	p.mu.Unlock()
+}
+
+// setConnected records a new connection (a completed handshake is contact)
+// or, with nil, its loss.
+func (p *peer) setConnected(c *quic.Conn) {
+	p.mu.Lock()
+	p.connected = c != nil
+	if c != nil {
+		p.lastContact = time.Now()
+	}
+	p.mu.Unlock()
+	if c != nil {
+		p.updateRTT(c)
+	}
+}
+
+// updateRTT samples the connection's smoothed RTT into status and metrics.
+func (p *peer) updateRTT(c *quic.Conn) {
+	rtt := c.ConnectionStats().SmoothedRTT
+	if rtt <= 0 {
+		return
+	}
+	p.mu.Lock()
+	p.rtt = rtt
+	p.mu.Unlock()
+	if p.ctx.Err() == nil { // a removed peer must not resurrect its series
+		p.q.met.rtt.WithLabelValues(p.idLabel).Set(rtt.Seconds())
+	}
+}
+
+func (p *peer) status() PeerStatus {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return PeerStatus{Connected: p.connected, LastContact: p.lastContact, RTT: p.rtt}
+}
+
+func (p *peer) run() {
+	backoff := minBackoff
+	failures := 0 // consecutive failed attempts: the first is logged at Warn, repeats at Debug
+	for p.ctx.Err() == nil {
+		actx, cancel, addr := p.newAttempt()
+		start := time.Now()
+		established, err := p.connectAndServe(actx, addr)
+		if p.ctx.Err() != nil {
+			cancel()
+			return
+		}
+		if established {
+			failures = 0
+			if time.Since(start) >= stableConn {
+				backoff = minBackoff
+			}
+			p.q.log.Info("connection to peer lost", "peer", p.id, "addr", addr, "err", err)
+		} else {
+			failures++
+			lvl := p.q.log.Debug
+			if failures == 1 {
+				lvl = p.q.log.Warn
+			}
+			lvl("cannot reach peer", "peer", p.id, "addr", addr, "attempt", failures, "err", err)
+		}
+		p.q.rep.reportUnreachable(p.id)
+		p.dropQueued()
+		if actx.Err() == nil { // not an address change: back off
+			p.waitDropping(actx, jitter(backoff))
+			backoff = min(backoff*2, maxBackoff)
+		}
+		cancel()
+	}
+}
+
+// jitter spreads reconnects over [d/2, d) so a restarted node is not hit by
+// all peers at the same instant.
+func jitter(d time.Duration) time.Duration {
+	return d/2 + rand.N(d/2+1)
+}
+
+// waitDropping waits d; meanwhile arriving messages are dropped (and
+// reported) at once, because holding them would only deliver stale traffic.
+func (p *peer) waitDropping(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			return
+		case m := <-p.msgc:
+			p.drop(m)
+		case m := <-p.snapc:
+			p.drop(m)
+		}
+	}
+}
+
+// connectAndServe dials addr and serves the connection until it fails.
+// established reports whether messages could flow at all; a peer that
+// accepts the connection but refuses our cluster id counts as not established.
+func (p *peer) connectAndServe(ctx context.Context, addr string) (established bool, err error) {
+	conn, err := p.dial(ctx, addr)
+	if err != nil {
+		return false, err
+	}
+	err = p.serve(ctx, conn)
+	p.setConnected(nil)
+	_ = conn.CloseWithError(errCodeReconnect, "closing")
+	p.snapWG.Wait()
+	var appErr *quic.ApplicationError
+	if errors.As(err, &appErr) && appErr.Remote && appErr.ErrorCode == errCodeClusterMismatch {
+		return false, fmt.Errorf("peer refused us: cluster id mismatch (ours %q): %w", p.q.clusterID(), err)
+	}
+	return true, err
+}
+
+func (p *peer) dial(ctx context.Context, addr string) (*quic.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
+	defer cancel()
+	ua, err := resolveUDP(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := p.q.tr.Dial(ctx, ua, p.q.clientTLS, p.q.qconf)
+	if err != nil {
+		return nil, fmt.Errorf("dial %s: %w", addr, err)
+	}
+	return conn, nil
+}
+
+// resolveUDP resolves host:port honouring ctx (net.ResolveUDPAddr cannot be
+// cancelled, and a hung DNS lookup must not wedge the sender).
+func resolveUDP(ctx context.Context, addr string) (*net.UDPAddr, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("peer address %q: %w", addr, err)
+	}
+	pn, err := net.DefaultResolver.LookupPort(ctx, "udp", port)
+	if err != nil {
+		return nil, fmt.Errorf("peer address %q: port: %w", addr, err)
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		return net.UDPAddrFromAddrPort(netip.AddrPortFrom(ip, uint16(pn))), nil
+	}
+	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	if err != nil || len(ips) == 0 {
+		return nil, fmt.Errorf("resolve peer address %q: %w", addr, err)
+	}
+	return net.UDPAddrFromAddrPort(netip.AddrPortFrom(ips[0].Unmap(), uint16(pn))), nil
+}
+
+// serve writes queued messages on one long-lived stream until an error, an
+// address change or shutdown.
+func (p *peer) serve(ctx context.Context, conn *quic.Conn) error {
+	octx, cancel := context.WithTimeout(ctx, dialTimeout)
+	s, err := conn.OpenUniStreamSync(octx)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("open message stream: %w", err)
+	}
+	hdr, err := streamHeader{kind: streamKindMessages, from: p.q.cfg.NodeID, clusterID: p.q.clusterID()}.marshal()
+	if err != nil {
+		return err
+	}
+	_ = s.SetWriteDeadline(time.Now().Add(writeTimeout))
+	if _, err := s.Write(hdr); err != nil {
+		return fmt.Errorf("write stream header: %w", err)
+	}
+	p.setConnected(conn)
+	p.q.log.Debug("connected to peer", "peer", p.id, "addr", conn.RemoteAddr())
+	tick := time.NewTicker(statsInterval)
+	defer tick.Stop()
+	var batch []byte
+	var types []raftpb.MessageType
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-conn.Context().Done():
+			return fmt.Errorf("connection closed: %w", context.Cause(conn.Context()))
+		case <-tick.C:
+			p.updateRTT(conn)
+		case m := <-p.snapc:
+			p.snapWG.Go(func() { p.sendSnapshot(ctx, conn, m) })
+		case m := <-p.msgc:
+			// Coalesce whatever else is queued into one write.
+			batch, types = append(batch[:0], m.data...), append(types[:0], m.typ)
+		drain:
+			for len(batch) < maxBatchBytes {
+				select {
+				case m := <-p.msgc:
+					batch, types = append(batch, m.data...), append(types, m.typ)
+				default:
+					break drain
+				}
+			}
+			_ = s.SetWriteDeadline(time.Now().Add(writeTimeout))
+			if _, err := s.Write(batch); err != nil {
+				p.q.met.dropped.Add(float64(len(types)))
+				return fmt.Errorf("write %d messages: %w", len(types), err)
+			}
+			for _, t := range types {
+				p.q.met.sent.WithLabelValues(t.String()).Inc()
+			}
+			p.touch()
+			if cap(batch) > 4*maxBatchBytes {
+				batch = nil // don't pin a buffer grown by one huge message
+			}
+		}
+	}
+}
+
+// sendSnapshot sends one MsgSnap on its own bidirectional stream and waits for
+// the receiver's acknowledgement, then reports Finish or Failure to raft.
+func (p *peer) sendSnapshot(ctx context.Context, conn *quic.Conn, m outMsg) {
+	// 1 minute plus 1 second per MiB: generous for LAN links, yet bounded.
+	timeout := time.Minute + time.Duration(len(m.data)>>20)*time.Second
+	err := func() error {
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		s, err := conn.OpenStreamSync(ctx)
+		if err != nil {
+			return fmt.Errorf("open snapshot stream: %w", err)
+		}
+		dl, _ := ctx.Deadline()
+		_ = s.SetDeadline(dl)
+		hdr, err := streamHeader{kind: streamKindSnapshot, from: p.q.cfg.NodeID, clusterID: p.q.clusterID()}.marshal()
+		if err != nil {
+			return err
+		}
+		if _, err := s.Write(append(hdr, m.data...)); err != nil {
+			s.CancelRead(errCodeBadFrame)
+			return fmt.Errorf("write snapshot: %w", err)
+		}
+		_ = s.Close()
+		var ack [1]byte
+		if _, err := io.ReadFull(s, ack[:]); err != nil { // Read may return the byte together with io.EOF
+			return fmt.Errorf("read snapshot ack: %w", err)
+		}
+		if ack[0] != ackOK {
+			return errors.New("peer failed to process snapshot")
+		}
+		return nil
+	}()
+	if err != nil {
+		p.q.log.Warn("snapshot send failed", "peer", p.id, "bytes", len(m.data), "err", err)
+		p.q.met.dropped.Inc()
+		p.q.met.snapsFailed.Inc()
+		p.q.rep.reportSnapshot(p.id, raft.SnapshotFailure)
+		p.q.rep.reportUnreachable(p.id)
+		return
+	}
+	p.q.met.sent.WithLabelValues(m.typ.String()).Inc()
+	p.q.met.snapsSent.Inc()
+	p.touch()
+	p.q.rep.reportSnapshot(p.id, raft.SnapshotFinish)
+}

@@ -1,0 +1,364 @@
+package transport
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/quic-go/quic-go"
+	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+)
+
+// Tunables. Timeouts are short because raft heartbeats every ~100ms: a peer
+// silent for seconds is down, and raft (not the transport) retries.
+const (
+	queueSize        = 4096 // per-peer message queue (etcd uses 4096 too)
+	snapQueueSize    = 4    // raft sends one snapshot per follower at a time
+	minBackoff       = 100 * time.Millisecond
+	maxBackoff       = 5 * time.Second
+	stableConn       = 2 * time.Second // a connection that lived this long resets the backoff
+	dialTimeout      = 5 * time.Second
+	handshakeTimeout = 3 * time.Second
+	idleTimeout      = 6 * time.Second
+	keepAlive        = 2 * time.Second
+	writeTimeout     = 5 * time.Second
+	headerTimeout    = 5 * time.Second
+	statsInterval    = time.Second
+	maxBatchBytes    = 256 << 10
+)
+
+// QUIC application and stream error codes (visible to the peer).
+const (
+	errCodeShutdown        quic.ApplicationErrorCode = 0x0
+	errCodeClusterMismatch quic.ApplicationErrorCode = 0x101
+	errCodeBadHeader       quic.ApplicationErrorCode = 0x102
+	errCodeUnsupportedALPN quic.ApplicationErrorCode = 0x103
+	errCodeReconnect       quic.ApplicationErrorCode = 0x104
+	errCodeBadFrame        quic.StreamErrorCode      = 0x201
+)
+
+// QUICConfig configures NewQUIC.
+type QUICConfig struct {
+	NodeID     uint64
+	ListenAddr string     // "127.0.0.1:7001"; port 0 picks a free port (see Addr)
+	TLS        *TLSBundle // from LoadTLSDir
+	// ClusterID is sent in every stream header; inbound streams from peers
+	// with a different non-empty id are refused. May be nil.
+	ClusterID  func() string
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer // nil => metrics not registered
+}
+
+// QUIC is the production Transport: mutual TLS 1.3 over QUIC on one UDP
+// socket used both to listen and to dial (so peers see our listen address).
+// Each peer has a sender goroutine owning one outbound connection with one
+// long-lived unidirectional stream for raft messages; MsgSnap goes on its own
+// bidirectional stream and is acknowledged by the receiver.
+type QUIC struct {
+	cfg       QUICConfig
+	log       *slog.Logger
+	met       *metrics
+	rep       *reporter
+	udp       *net.UDPConn
+	tr        *quic.Transport
+	ln        *quic.Listener
+	clientTLS *tls.Config
+	qconf     *quic.Config
+
+	ctx    context.Context // cancelled by Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.RWMutex
+	started bool
+	closed  bool
+	handler Handler
+	peers   map[uint64]*peer
+	alpn    map[string]func(*quic.Conn)
+	conns   map[*quic.Conn]struct{} // accepted connections, closed by Close
+}
+
+var _ Transport = (*QUIC)(nil)
+
+// NewQUIC binds the UDP socket and prepares the listener; inbound traffic is
+// delivered once Start is called. Peers may be added before Start.
+func NewQUIC(cfg QUICConfig) (*QUIC, error) {
+	if cfg.NodeID == 0 {
+		return nil, errors.New("new QUIC transport: node id must be non-zero")
+	}
+	if cfg.TLS == nil {
+		return nil, errors.New("new QUIC transport: TLS bundle is required")
+	}
+	met, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	q := &QUIC{
+		cfg:   cfg,
+		log:   log.With("component", "transport", "node", cfg.NodeID),
+		met:   met,
+		rep:   newReporter(),
+		peers: map[uint64]*peer{},
+		alpn:  map[string]func(*quic.Conn){},
+		conns: map[*quic.Conn]struct{}{},
+		qconf: &quic.Config{
+			HandshakeIdleTimeout: handshakeTimeout,
+			MaxIdleTimeout:       idleTimeout,
+			KeepAlivePeriod:      keepAlive,
+		},
+	}
+	q.ctx, q.cancel = context.WithCancel(context.Background())
+	onReject := func(err error) {
+		q.met.rejected.WithLabelValues(RejectUntrustedCert).Inc()
+		q.log.Warn("rejected peer certificate", "err", err)
+	}
+	q.clientTLS = cfg.TLS.clientConfig(onReject, ALPNRaft)
+	serverTLS := cfg.TLS.serverConfigCounting(onReject, ALPNRaft)
+	// Extra ALPNs may be registered after the listener exists, so the
+	// offered protocol list is computed per handshake.
+	perConn := serverTLS.Clone()
+	serverTLS.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) {
+		c := perConn.Clone()
+		c.NextProtos = q.protocols()
+		return c, nil
+	}
+
+	addr, err := net.ResolveUDPAddr("udp", cfg.ListenAddr)
+	if err != nil {
+		return nil, fmt.Errorf("resolve listen address %q: %w", cfg.ListenAddr, err)
+	}
+	q.udp, err = net.ListenUDP("udp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", cfg.ListenAddr, err)
+	}
+	q.tr = &quic.Transport{Conn: q.udp, StatelessResetKey: resetKey(cfg.TLS.Cert)}
+	q.ln, err = q.tr.Listen(serverTLS, q.qconf)
+	if err != nil {
+		q.udp.Close()
+		return nil, fmt.Errorf("start QUIC listener on %s: %w", cfg.ListenAddr, err)
+	}
+	return q, nil
+}
+
+// resetKey derives the QUIC stateless-reset key from the node's private key,
+// so a node restarted with the same key can reset its peers' stale
+// connections at once instead of leaving them to time out.
+func resetKey(cert tls.Certificate) *quic.StatelessResetKey {
+	der, err := x509.MarshalPKCS8PrivateKey(cert.PrivateKey)
+	if err != nil {
+		return nil
+	}
+	mac := hmac.New(sha256.New, der)
+	mac.Write([]byte("corral quic stateless reset key v1"))
+	var k quic.StatelessResetKey
+	copy(k[:], mac.Sum(nil))
+	return &k
+}
+
+// Addr returns the bound UDP address (useful with port 0).
+func (q *QUIC) Addr() net.Addr { return q.udp.LocalAddr() }
+
+// HandleALPN routes inbound connections that negotiate proto to fn, which
+// runs in its own goroutine and must return once the connection is closed
+// (Close closes it). Register before peers dial with that protocol; proto
+// must differ from ALPNRaft.
+func (q *QUIC) HandleALPN(proto string, fn func(*quic.Conn)) {
+	if proto == ALPNRaft || proto == "" || fn == nil {
+		q.log.Error("HandleALPN: invalid registration ignored", "alpn", proto)
+		return
+	}
+	q.mu.Lock()
+	q.alpn[proto] = fn
+	q.mu.Unlock()
+}
+
+func (q *QUIC) protocols() []string {
+	q.mu.RLock()
+	defer q.mu.RUnlock()
+	protos := []string{ALPNRaft}
+	for p := range q.alpn {
+		protos = append(protos, p)
+	}
+	slices.Sort(protos[1:])
+	return protos
+}
+
+// Start begins accepting connections and delivering messages to h.
+func (q *QUIC) Start(h Handler) error {
+	if h == nil {
+		return errors.New("start transport: nil handler")
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	switch {
+	case q.closed:
+		return errors.New("start transport: already closed")
+	case q.started:
+		return errors.New("start transport: already started")
+	}
+	q.started, q.handler = true, h
+	q.wg.Go(func() { q.rep.run(h, q.ctx.Done()) })
+	q.wg.Go(q.acceptLoop)
+	return nil
+}
+
+// Send marshals and enqueues msgs; it never blocks (see Transport). Marshalling
+// happens here, on the caller's goroutine, because raft messages may share
+// entries with the raft log and must not be read concurrently with it.
+func (q *QUIC) Send(msgs []*raftpb.Message) {
+	for _, m := range msgs {
+		isSnap := m.GetType() == raftpb.MsgSnap
+		q.mu.RLock()
+		p, closed := q.peers[m.GetTo()], q.closed
+		q.mu.RUnlock()
+		if closed {
+			return
+		}
+		if p == nil {
+			q.met.dropped.Inc()
+			if isSnap {
+				q.rep.reportSnapshot(m.GetTo(), raft.SnapshotFailure)
+			}
+			continue
+		}
+		out, err := encodeOut(m)
+		if err != nil {
+			q.log.Error("dropping unsendable raft message", "to", m.GetTo(), "type", m.GetType().String(), "err", err)
+			p.drop(outMsg{typ: m.GetType(), snap: isSnap})
+			continue
+		}
+		p.enqueue(out)
+	}
+}
+
+// outMsg is a message ready for the wire: length prefix + proto bytes.
+type outMsg struct {
+	typ  raftpb.MessageType
+	snap bool
+	data []byte
+}
+
+func encodeOut(m *raftpb.Message) (outMsg, error) {
+	isSnap := m.GetType() == raftpb.MsgSnap
+	size := proto.Size(m)
+	b, err := proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(make([]byte, 4, 4+size), m)
+	if err != nil {
+		return outMsg{}, fmt.Errorf("marshal %s: %w", m.GetType(), err)
+	}
+	limit := maxMessageFrame
+	if isSnap {
+		limit = maxSnapshotFrame
+	}
+	n := len(b) - 4
+	if n > limit {
+		return outMsg{}, fmt.Errorf("%s is %d bytes: %w (limit %d)", m.GetType(), n, errFrameTooLarge, limit)
+	}
+	binary.BigEndian.PutUint32(b[:4], uint32(n))
+	return outMsg{typ: m.GetType(), snap: isSnap, data: b}, nil
+}
+
+// AddPeer registers a peer (ids equal to our own are ignored) or updates its
+// address, which makes the sender reconnect to the new address.
+func (q *QUIC) AddPeer(id uint64, addr string) {
+	if id == q.cfg.NodeID || id == 0 {
+		return
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return
+	}
+	if p, ok := q.peers[id]; ok {
+		p.setAddr(addr)
+		return
+	}
+	p := newPeer(q, id, addr)
+	q.peers[id] = p
+	q.wg.Go(p.run)
+}
+
+// RemovePeer stops sending to id and closes its outbound connection.
+func (q *QUIC) RemovePeer(id uint64) {
+	q.mu.Lock()
+	p := q.peers[id]
+	delete(q.peers, id)
+	q.mu.Unlock()
+	if p != nil {
+		p.cancel()
+		q.met.rtt.DeleteLabelValues(p.idLabel)
+	}
+}
+
+// PeerStatus reports the outbound connection state of id.
+func (q *QUIC) PeerStatus(id uint64) PeerStatus {
+	q.mu.RLock()
+	p := q.peers[id]
+	q.mu.RUnlock()
+	if p == nil {
+		return PeerStatus{}
+	}
+	return p.status()
+}
+
+// Close stops all goroutines, tells peers we are going away and releases the
+// UDP socket. It is safe to call more than once.
+func (q *QUIC) Close() error {
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return nil
+	}
+	q.closed = true
+	conns := make([]*quic.Conn, 0, len(q.conns))
+	for c := range q.conns {
+		conns = append(conns, c)
+	}
+	q.mu.Unlock()
+
+	q.cancel() // stops peers, dials, the accept loop and in-flight Process calls
+	for _, c := range conns {
+		_ = c.CloseWithError(errCodeShutdown, "node shutting down")
+	}
+	lnErr := q.ln.Close()
+	q.wg.Wait()
+	trErr := q.tr.Close()
+	udpErr := q.udp.Close()
+	if err := errors.Join(lnErr, trErr, udpErr); err != nil {
+		return fmt.Errorf("close QUIC transport: %w", err)
+	}
+	return nil
+}
+
+func (q *QUIC) clusterID() string {
+	if q.cfg.ClusterID == nil {
+		return ""
+	}
+	return q.cfg.ClusterID()
+}
+
+// touchPeer records inbound contact from id.
+func (q *QUIC) touchPeer(id uint64) {
+	q.mu.RLock()
+	p := q.peers[id]
+	q.mu.RUnlock()
+	if p != nil {
+		p.touch()
+	}
+}
