@@ -1,0 +1,19 @@
+# corral build entry points. CI runs `make lint test` through .ci/run.
+GO ?= go
+
+.PHONY: build test run lint
+
+build:
+	$(GO) build -o bin/corral .
+
+test:
+	$(GO) test -race -timeout 25m ./...
+
+run:
+	$(GO) run . dev
+
+# gofmt -l prints files that need formatting; any output fails the target.
+lint:
+	@out="$$(gofmt -l .)"; \
+	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; echo "fix with: gofmt -w ."; exit 1; fi
+	$(GO) vet ./...

@@ -1,0 +1,268 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/urfave/cli/v2"
+
+	"github.com/corral-dev/corral/roles"
+)
+
+// run executes the App in-process like main does and returns stdout, stderr and the error main would turn into
+// exit code 1.
+func run(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	app := App()
+	var out, errOut bytes.Buffer
+	app.Writer, app.ErrWriter = &out, &errOut
+	err := app.Run(append([]string{"corral"}, args...))
+	return out.String(), errOut.String(), err
+}
+
+func TestFlagsHaveEnvVars(t *testing.T) {
+	var walk func(path string, cmds []*cli.Command)
+	walk = func(path string, cmds []*cli.Command) {
+		for _, cmd := range cmds {
+			for _, f := range cmd.Flags {
+				name := f.Names()[0]
+				ev, ok := f.(interface{ GetEnvVars() []string })
+				require.True(t, ok, "%s --%s", path+cmd.Name, name)
+				require.Equal(t, envVars(name), ev.GetEnvVars(), "%s --%s", path+cmd.Name, name)
+			}
+			walk(path+cmd.Name+" ", cmd.Subcommands)
+		}
+	}
+	walk("corral ", App().Commands)
+	require.Equal(t, []string{"CORRAL_DATA_DIR"}, envVars("data-dir"))
+}
+
+// validRun is a complete, valid `corral run` command line; tests drop or override flags from it.
+func validRun(overrides map[string]string) []string {
+	flags := map[string]string{
+		"role": "controller", "node-id": "2", "data-dir": "/tmp/corral-n2", "http-addr": "127.0.0.1:8082",
+		"controllers": "1@127.0.0.1:7001,2@127.0.0.1:7002,3@127.0.0.1:7003", "tls-dir": "/tmp/corral-n2/tls",
+	}
+	for k, v := range overrides {
+		if v == "" {
+			delete(flags, k)
+		} else {
+			flags[k] = v
+		}
+	}
+	args := []string{"run"}
+	for k, v := range flags {
+		args = append(args, "--"+k+"="+v)
+	}
+	return args
+}
+
+func TestUsageErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown command", []string{"frobnicate"}, "unknown command"},
+		{"kv without command", []string{"kv"}, "missing command after 'corral kv'"},
+		{"kv unknown command", []string{"kv", "frob"}, "unknown command 'corral kv frob'"},
+		{"put one arg", []string{"kv", "put", "k"}, "takes 2 argument(s), got 1"},
+		{"put flag after args", []string{"kv", "put", "k", "v", "--prev-revision", "3"}, "takes 2 argument(s), got 4"},
+		{"get no arg", []string{"kv", "get"}, "usage: corral kv get [flags] KEY"},
+		{"get two args", []string{"kv", "get", "a", "b"}, "takes 1 argument(s), got 2"},
+		{"del no arg", []string{"kv", "del"}, "takes 1 argument(s)"},
+		{"ls two args", []string{"kv", "ls", "a", "b"}, "at most one PREFIX"},
+		{"negative prev", []string{"kv", "put", "--prev-revision", "-1", "k", "v"}, "--prev-revision must be >= 0"},
+		{"non-numeric prev", []string{"kv", "put", "--prev-revision", "abc", "k", "v"}, "invalid value"},
+		{"bad endpoint", []string{"kv", "get", "--endpoints", "ftp://x", "k"}, "bad --endpoints"},
+		{"empty endpoints", []string{"kv", "get", "--endpoints", " , ", "k"}, "--endpoints is empty"},
+		{"zero timeout", []string{"kv", "get", "--timeout", "0s", "k"}, "--timeout must be positive"},
+		{"status args", []string{"status", "x"}, "takes no arguments"},
+		{"certs without command", []string{"certs"}, "missing command"},
+		{"certs no dir", []string{"certs", "create"}, "missing --dir"},
+		{"certs no hosts", []string{"certs", "create", "--dir", "x", "--hosts", ","}, "--hosts is empty"},
+		{"bench without command", []string{"bench"}, "missing command"},
+		{"bench clients", []string{"bench", "kv", "--clients", "0"}, "--clients must be between 1 and 10000"},
+		{"bench duration", []string{"bench", "kv", "--duration", "0s"}, "--duration must be positive"},
+		{"bench value size", []string{"bench", "kv", "--value-size", "-1"}, "--value-size must be between"},
+		{"bench keys", []string{"bench", "kv", "--keys", "0"}, "--keys must be at least 1"},
+		{"bench ops", []string{"bench", "kv", "--ops", "put,scan"}, `unknown op "scan"`},
+		{"bench empty ops", []string{"bench", "kv", "--ops", ","}, "--ops is empty"},
+		{"bench args", []string{"bench", "kv", "extra"}, "takes no arguments"},
+		{"run worker", validRun(map[string]string{"role": "worker"}), "--role=worker is not implemented yet (see issue: workers)"},
+		{"run combined", validRun(map[string]string{"role": "combined"}), "--role=combined is not implemented yet"},
+		{"run unknown role", validRun(map[string]string{"role": "boss"}), `unknown --role "boss"`},
+		{"run no role", validRun(map[string]string{"role": ""}), "missing --role"},
+		{"run no node id", validRun(map[string]string{"node-id": ""}), "missing --node-id"},
+		{"run bad node id", validRun(map[string]string{"node-id": "x"}), "invalid value"},
+		{"run no data dir", validRun(map[string]string{"data-dir": ""}), "missing --data-dir"},
+		{"run no http addr", validRun(map[string]string{"http-addr": ""}), "missing --http-addr"},
+		{"run no controllers", validRun(map[string]string{"controllers": ""}), "missing --controllers"},
+		{"run bad controllers", validRun(map[string]string{"controllers": "1-127.0.0.1:7001"}), "bad --controllers"},
+		{"run self not listed", validRun(map[string]string{"node-id": "9"}), "does not list --node-id 9"},
+		{"run no tls dir", validRun(map[string]string{"tls-dir": ""}), "missing --tls-dir"},
+		{"run bad log level", validRun(map[string]string{"log-level": "loud"}), "bad --log-level"},
+		{"run bad log format", validRun(map[string]string{"log-format": "xml"}), "bad --log-format"},
+		{"run zero snapshots", validRun(map[string]string{"snapshot-every": "0"}), "--snapshot-every must be positive"},
+		{"run zero tick", validRun(map[string]string{"tick-interval": "0s"}), "--tick-interval must be positive"},
+		{"run zero request timeout", validRun(map[string]string{"request-timeout": "0s"}), "--request-timeout must be positive"},
+		{"run extra args", append(validRun(nil), "extra"), "takes no arguments"},
+		{"dev extra args", []string{"dev", "extra"}, "takes no arguments"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := run(t, tt.args...)
+			require.Error(t, err)
+			require.Contains(t, err.Error(), tt.want)
+		})
+	}
+}
+
+func TestRoleFromEnv(t *testing.T) {
+	t.Setenv("CORRAL_ROLE", "worker")
+	_, _, err := run(t, validRun(map[string]string{"role": ""})...)
+	require.ErrorContains(t, err, "--role=worker is not implemented yet")
+}
+
+func TestNoArgsShowsHelp(t *testing.T) {
+	out, _, err := run(t)
+	require.NoError(t, err)
+	require.Contains(t, out, "kv")
+	require.Contains(t, out, "bench")
+}
+
+// TestControllerConfig checks the flag-to-config mapping of `corral run` without starting a controller.
+func TestControllerConfig(t *testing.T) {
+	var got roles.ControllerConfig
+	app := App()
+	app.Writer, app.ErrWriter = &bytes.Buffer{}, &bytes.Buffer{}
+	for _, cmd := range app.Commands {
+		if cmd.Name == "run" {
+			cmd.Action = func(c *cli.Context) error {
+				var err error
+				got, err = controllerConfig(c)
+				return err
+			}
+		}
+	}
+	t.Setenv("CORRAL_SNAPSHOT_EVERY", "500")
+	args := append([]string{"corral"}, validRun(map[string]string{
+		"cluster-id": "abc", "api-token-file": "/etc/token", "tick-interval": "50ms", "cluster-addr": "0.0.0.0:7002",
+	})...)
+	require.NoError(t, app.Run(append(args, "--http-insecure")))
+	require.EqualValues(t, 2, got.NodeID)
+	require.Equal(t, "/tmp/corral-n2", got.DataDir)
+	require.Equal(t, "0.0.0.0:7002", got.ClusterAddr)
+	require.Equal(t, "127.0.0.1:8082", got.HTTPAddr)
+	require.Equal(t, map[uint64]string{1: "127.0.0.1:7001", 2: "127.0.0.1:7002", 3: "127.0.0.1:7003"}, got.Peers)
+	require.Equal(t, "/tmp/corral-n2/tls", got.TLSDir)
+	require.Equal(t, "abc", got.ClusterID)
+	require.Equal(t, "/etc/token", got.APITokenFile)
+	require.True(t, got.HTTPInsecure)
+	require.EqualValues(t, 500, got.SnapshotEvery)
+	require.Equal(t, 50*time.Millisecond, got.TickInterval)
+	require.Equal(t, 5*time.Second, got.RequestTimeout)
+	require.NotNil(t, got.Logger)
+}
+
+func TestKVCommands(t *testing.T) {
+	_, url := newFakeAPI(t)
+	ep := "--endpoints=" + url
+
+	out, _, err := run(t, "kv", "put", ep, "config/db", "db1")
+	require.NoError(t, err)
+	require.Equal(t, "1\n", out)
+
+	out, _, err = run(t, "kv", "get", ep, "config/db")
+	require.NoError(t, err)
+	require.Equal(t, "db1\n", out)
+
+	out, _, err = run(t, "kv", "put", ep, "--prev-revision", "1", "config/db", "db2")
+	require.NoError(t, err)
+	require.Equal(t, "2\n", out)
+
+	_, _, err = run(t, "kv", "put", ep, "--prev-revision", "1", "config/db", "db3")
+	require.ErrorContains(t, err, "compare failed: its mod revision is 2, not 1")
+
+	_, _, err = run(t, "kv", "put", ep, "config/bin", "tab\there")
+	require.NoError(t, err)
+
+	out, errOut, err := run(t, "kv", "ls", ep, "config/")
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 3)
+	require.Equal(t, []string{"KEY", "VALUE", "MOD", "REVISION"}, strings.Fields(lines[0]))
+	require.Equal(t, []string{"config/bin", `"tab\there"`, "3"}, strings.Fields(lines[1]))
+	require.Equal(t, []string{"config/db", "db2", "2"}, strings.Fields(lines[2]))
+	require.Contains(t, errOut, "2 key(s) at revision 3")
+
+	out, _, err = run(t, "kv", "del", ep, "config/db")
+	require.NoError(t, err)
+	require.Equal(t, "1\n", out)
+
+	_, _, err = run(t, "kv", "get", ep, "--serializable", "config/db")
+	require.ErrorContains(t, err, `key "config/db" not found`)
+
+	t.Setenv("CORRAL_ENDPOINTS", url)
+	out, _, err = run(t, "kv", "get", "config/bin")
+	require.NoError(t, err)
+	require.Equal(t, "tab\there\n", out)
+}
+
+func TestKVUnreachableEndpointHint(t *testing.T) {
+	_, _, err := run(t, "kv", "get", "--endpoints", "http://127.0.0.1:1", "k")
+	require.ErrorContains(t, err, "is a controller running there?")
+}
+
+func TestStatusCommand(t *testing.T) {
+	_, url := newFakeAPI(t)
+	out, _, err := run(t, "status", "--endpoints", url)
+	require.NoError(t, err)
+	require.Contains(t, out, "cluster id:     test-cluster")
+	require.Contains(t, out, "leader:         1")
+	rows := map[string][]string{}
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) == 6 {
+			rows[f[0]] = f
+		}
+	}
+	require.Equal(t, []string{"1", "127.0.0.1:7001", "leader", "120", "0", "yes"}, rows["1"])
+	require.Equal(t, []string{"2", "127.0.0.1:7002", "follower", "118", "2", "yes"}, rows["2"])
+	require.Equal(t, []string{"3", "127.0.0.1:7003", "follower", "0", "120", "no"}, rows["3"])
+}
+
+func TestStatusFromFollower(t *testing.T) {
+	f, url := newFakeAPI(t)
+	f.cluster["controllers"] = []map[string]any{
+		{"id": 1, "address": "a:1", "role": "leader", "match_index": 0, "reachable": true},
+		{"id": 2, "address": "a:2", "role": "follower", "match_index": 119, "reachable": true},
+	}
+	out, _, err := run(t, "status", "--endpoints", url)
+	require.NoError(t, err)
+	require.Contains(t, out, "answered by a follower")
+	rows := map[string][]string{}
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) == 6 {
+			rows[f[0]] = f
+		}
+	}
+	require.Equal(t, []string{"1", "a:1", "leader", "-", "-", "yes"}, rows["1"])
+	// The answering follower knows its own match; its lag is measured against the commit index.
+	require.Equal(t, []string{"2", "a:2", "follower", "119", "1", "yes"}, rows["2"])
+}
+
+func TestCertsCreate(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tls")
+	out, _, err := run(t, "certs", "create", "--dir", dir, "--hosts", "127.0.0.1,localhost")
+	require.NoError(t, err)
+	require.Contains(t, out, dir)
+	for _, f := range []string{"ca.pem", "ca-key.pem", "node.pem", "node-key.pem"} {
+		_, err := os.Stat(filepath.Join(dir, f))
+		require.NoError(t, err, f)
+	}
+}

@@ -1,0 +1,84 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/corral-dev/corral/client"
+)
+
+// defaultEndpoint is where `corral dev` serves the API.
+const defaultEndpoint = "http://127.0.0.1:8080"
+
+// clientFlags are taken by every command that talks to a running cluster.
+func clientFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "endpoints", Value: defaultEndpoint, EnvVars: envVars("endpoints"),
+			Usage: "comma-separated controller API URLs; calls fail over between them"},
+		&cli.StringFlag{Name: "token", EnvVars: envVars("token"),
+			Usage: "API bearer token (the content of the controllers' --api-token-file)"},
+		&cli.DurationFlag{Name: "timeout", Value: client.DefaultTimeout, EnvVars: envVars("timeout"),
+			Usage: "time limit of each request, failover included"},
+	}
+}
+
+// newClient builds a client from --endpoints, --token and --timeout.
+func newClient(c *cli.Context) (*client.Client, error) {
+	eps := splitList(c.String("endpoints"))
+	if len(eps) == 0 {
+		return nil, fmt.Errorf("--endpoints is empty; give the controllers' API URLs, e.g. --endpoints %s", defaultEndpoint)
+	}
+	if c.Duration("timeout") <= 0 {
+		return nil, fmt.Errorf("--timeout must be positive, got %s", c.Duration("timeout"))
+	}
+	cl, err := client.New(client.Config{Endpoints: eps, Token: c.String("token"), Timeout: c.Duration("timeout")})
+	if err != nil {
+		return nil, fmt.Errorf("bad --endpoints: %w", err)
+	}
+	return cl, nil
+}
+
+// explain wraps a client error with what the user can do about it.
+func explain(op string, err error) error {
+	var hint string
+	var dial *net.OpError
+	switch {
+	case errors.Is(err, client.ErrUnauthorized):
+		hint = "pass the API token with --token or CORRAL_TOKEN"
+	case errors.Is(err, client.ErrNoLeader), errors.Is(err, client.ErrNotReady):
+		hint = "the controllers have no leader right now; retry shortly and check 'corral status'"
+	case errors.Is(err, client.ErrTimeout):
+		hint = "the outcome is unknown: read the key before retrying a write"
+	case errors.As(err, &dial) && dial.Op == "dial":
+		hint = "is a controller running there? start one with 'corral dev' or point --endpoints at your cluster"
+	}
+	if hint == "" {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return fmt.Errorf("%s: %w (%s)", op, err, hint)
+}
+
+// printable returns s as is when it is printable on one terminal line, else Go-quoted, truncated to max runes.
+func printable(s string, max int) string {
+	if !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) {
+		s = strconv.Quote(s)
+	}
+	if utf8.RuneCountInString(s) > max {
+		r := []rune(s)
+		s = string(r[:max]) + "..."
+	}
+	return s
+}
+
+// formatLatency rounds a latency for tables: microseconds are enough, nanoseconds are noise.
+func formatLatency(d time.Duration) string {
+	return d.Round(time.Microsecond).String()
+}

@@ -1,0 +1,141 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/corral-dev/corral/roles"
+)
+
+func runCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "run",
+		Usage: "run a node of a cluster (controllers form the metadata quorum and serve the HTTP API)",
+		Description: "Example, node 1 of three (run the same with --node-id 2 and 3 on the others):\n" +
+			"   corral run --role controller --node-id 1 --data-dir /var/lib/corral \\\n" +
+			"     --http-addr 127.0.0.1:8080 --tls-dir /var/lib/corral/tls \\\n" +
+			"     --controllers 1@10.0.0.1:7001,2@10.0.0.2:7001,3@10.0.0.3:7001\n" +
+			"Create --tls-dir with 'corral certs create'. Stops cleanly on SIGINT or SIGTERM.",
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "role", EnvVars: envVars("role"),
+				Usage: "controller, worker or combined (only controller is implemented)"},
+			&cli.Uint64Flag{Name: "node-id", EnvVars: envVars("node-id"),
+				Usage: "this node's id: a positive integer, listed in --controllers, never reused"},
+			&cli.StringFlag{Name: "data-dir", EnvVars: envVars("data-dir"),
+				Usage: "directory for the raft log and snapshots"},
+			&cli.StringFlag{Name: "cluster-addr", EnvVars: envVars("cluster-addr"),
+				Usage: "HOST:PORT to listen on for other controllers (QUIC); default: this node's --controllers entry"},
+			&cli.StringFlag{Name: "http-addr", EnvVars: envVars("http-addr"),
+				Usage: "HOST:PORT for the HTTP API, e.g. 127.0.0.1:8080"},
+			&cli.StringFlag{Name: "controllers", EnvVars: envVars("controllers"),
+				Usage: "every controller as ID@HOST:PORT (cluster addresses), e.g. 1@10.0.0.1:7001,2@10.0.0.2:7001"},
+			&cli.StringFlag{Name: "tls-dir", EnvVars: envVars("tls-dir"),
+				Usage: "directory with ca.pem, node.pem and node-key.pem (see 'corral certs create')"},
+			&cli.StringFlag{Name: "cluster-id", EnvVars: envVars("cluster-id"),
+				Usage: "expected cluster id; refuses a data dir that belongs to another cluster"},
+			&cli.StringFlag{Name: "api-token-file", EnvVars: envVars("api-token-file"),
+				Usage: "file holding the bearer token every API request must carry"},
+			&cli.BoolFlag{Name: "http-insecure", EnvVars: envVars("http-insecure"),
+				Usage: "allow serving the API on a non-loopback address without a token"},
+			&cli.Uint64Flag{Name: "snapshot-every", Value: 10000, EnvVars: envVars("snapshot-every"),
+				Usage: "applied entries between state-machine snapshots"},
+			&cli.DurationFlag{Name: "tick-interval", Value: 100 * time.Millisecond, EnvVars: envVars("tick-interval"),
+				Usage: "raft tick; elections take 10 ticks, heartbeats 1"},
+			&cli.DurationFlag{Name: "request-timeout", Value: 5 * time.Second, EnvVars: envVars("request-timeout"),
+				Usage: "how long a write or linearizable read may wait before answering 503 timeout"},
+		}, logFlags()...),
+		Action: runAction,
+	}
+}
+
+// controllerConfig turns run's flags into a ControllerConfig, rejecting what cannot work with a message that says
+// what to pass instead. It does not touch the disk or the network.
+func controllerConfig(c *cli.Context) (roles.ControllerConfig, error) {
+	var cfg roles.ControllerConfig
+	if err := wantArgs(c, 0); err != nil {
+		return cfg, err
+	}
+	switch role := c.String("role"); role {
+	case "controller":
+	case "worker", "combined":
+		return cfg, fmt.Errorf("--role=%s is not implemented yet (see issue: workers); use --role=controller", role)
+	case "":
+		return cfg, errors.New("missing --role: use --role=controller")
+	default:
+		return cfg, fmt.Errorf("unknown --role %q: use controller (worker and combined are not implemented yet)", role)
+	}
+	cfg.NodeID = c.Uint64("node-id")
+	if cfg.NodeID == 0 {
+		return cfg, errors.New("missing --node-id: give this controller's id as listed in --controllers, e.g. --node-id 1")
+	}
+	cfg.DataDir = c.String("data-dir")
+	if cfg.DataDir == "" {
+		return cfg, errors.New("missing --data-dir: where this controller keeps its raft log, e.g. --data-dir data/node1")
+	}
+	cfg.HTTPAddr = c.String("http-addr")
+	if cfg.HTTPAddr == "" {
+		return cfg, errors.New("missing --http-addr: where to serve the API, e.g. --http-addr 127.0.0.1:8080")
+	}
+	if c.String("controllers") == "" {
+		return cfg, errors.New("missing --controllers: list every controller as ID@HOST:PORT, " +
+			"e.g. --controllers 1@127.0.0.1:7001,2@127.0.0.1:7002,3@127.0.0.1:7003")
+	}
+	peers, err := roles.ParsePeers(c.String("controllers"))
+	if err != nil {
+		return cfg, fmt.Errorf("bad --controllers: %w", err)
+	}
+	if _, ok := peers[cfg.NodeID]; !ok {
+		return cfg, fmt.Errorf("--controllers does not list --node-id %d; add %d@HOST:PORT", cfg.NodeID, cfg.NodeID)
+	}
+	cfg.Peers = peers
+	cfg.TLSDir = c.String("tls-dir")
+	if cfg.TLSDir == "" {
+		return cfg, errors.New("missing --tls-dir: create one with 'corral certs create --dir DIR --hosts 127.0.0.1,localhost'")
+	}
+	cfg.ClusterAddr = c.String("cluster-addr")
+	cfg.ClusterID = c.String("cluster-id")
+	cfg.APITokenFile = c.String("api-token-file")
+	cfg.HTTPInsecure = c.Bool("http-insecure")
+	cfg.SnapshotEvery = c.Uint64("snapshot-every")
+	if cfg.SnapshotEvery == 0 {
+		return cfg, errors.New("--snapshot-every must be positive, e.g. 10000")
+	}
+	cfg.TickInterval = c.Duration("tick-interval")
+	if cfg.TickInterval <= 0 {
+		return cfg, errors.New("--tick-interval must be positive, e.g. 100ms")
+	}
+	cfg.RequestTimeout = c.Duration("request-timeout")
+	if cfg.RequestTimeout <= 0 {
+		return cfg, errors.New("--request-timeout must be positive, e.g. 5s")
+	}
+	cfg.Logger, err = newLogger(c, c.App.ErrWriter)
+	return cfg, err
+}
+
+func runAction(c *cli.Context) error {
+	cfg, err := controllerConfig(c)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signalContext(c.Context)
+	defer stop()
+	if err := roles.RunController(ctx, cfg); err != nil {
+		return fmt.Errorf("controller %d: %w", cfg.NodeID, err)
+	}
+	return nil
+}
+
+// signalContext is cancelled on SIGINT or SIGTERM so that nodes shut down cleanly (raft log synced, HTTP drained).
+func signalContext(parent context.Context) (context.Context, context.CancelFunc) {
+	if parent == nil {
+		parent = context.Background()
+	}
+	return signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+}

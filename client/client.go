@@ -1,0 +1,257 @@
+// Package client is a Go client for the corral HTTP API (see docs and the `corral kv` commands).
+//
+// It depends only on the standard library so that programs embedding it do not pull in raft, Pebble or QUIC.
+// A Client is safe for concurrent use by many goroutines.
+//
+// Failover: the client keeps a list of controller endpoints and starts every call at the last endpoint that
+// answered. It moves on to the next endpoint only when that is known to be safe, i.e. when nothing can have been
+// proposed: the connection could not be established (dial error), or the controller answered 503 with code
+// "no_leader" or "not_ready". A 503 "timeout" is returned to the caller (ErrTimeout) because the write may still
+// commit; retrying it blindly could apply it twice.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// DefaultTimeout is used when Config.Timeout is zero.
+const DefaultTimeout = 10 * time.Second
+
+const (
+	// maxResponseBytes bounds a successful answer: a prefix listing of many 1 MiB values can be large, but a
+	// misbehaving server must not make the client allocate without limit.
+	maxResponseBytes = 1 << 30
+	// maxErrorBytes bounds how much of an error answer is read (JSON errors are tiny; HTML error pages are not).
+	maxErrorBytes = 64 << 10
+)
+
+// Config configures a Client.
+type Config struct {
+	// Endpoints are the controllers' HTTP API base URLs, e.g. "http://127.0.0.1:8080". A missing scheme means
+	// http://. At least one is required.
+	Endpoints []string
+	// Token is sent as "Authorization: Bearer <Token>" when non-empty.
+	Token string
+	// Timeout bounds each call (all failover attempts of one Put/Get/... together). 0 means DefaultTimeout;
+	// negative means no timeout beyond the caller's context.
+	Timeout time.Duration
+	// HTTPClient is used for all requests (e.g. with a TLS config trusting the cluster CA). nil means a client that
+	// does not follow redirects, since a redirect could silently change the key a write goes to.
+	HTTPClient *http.Client
+}
+
+// Client talks to a corral cluster over its HTTP API.
+type Client struct {
+	endpoints []string
+	token     string
+	timeout   time.Duration
+	hc        *http.Client
+	// preferred is the index of the last endpoint that answered; calls start there so that a healthy endpoint is
+	// not re-discovered on every call.
+	preferred atomic.Int64
+}
+
+// New validates cfg and returns a Client. It does not contact the cluster.
+func New(cfg Config) (*Client, error) {
+	if len(cfg.Endpoints) == 0 {
+		return nil, errors.New("client: no endpoints configured (want e.g. http://127.0.0.1:8080)")
+	}
+	c := &Client{token: cfg.Token, timeout: cfg.Timeout, hc: cfg.HTTPClient}
+	for _, ep := range cfg.Endpoints {
+		n, err := normalizeEndpoint(ep)
+		if err != nil {
+			return nil, err
+		}
+		c.endpoints = append(c.endpoints, n)
+	}
+	if c.timeout == 0 {
+		c.timeout = DefaultTimeout
+	}
+	if c.hc == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		// Many goroutines usually share one Client against a handful of controllers; the default of 2 idle
+		// connections per host would make most requests dial anew.
+		tr.MaxIdleConnsPerHost = 64
+		c.hc = &http.Client{
+			Transport: tr,
+			CheckRedirect: func(*http.Request, []*http.Request) error {
+				return http.ErrUseLastResponse
+			},
+		}
+	}
+	return c, nil
+}
+
+// Endpoints returns the normalized endpoint list, in configuration order.
+func (c *Client) Endpoints() []string {
+	return append([]string(nil), c.endpoints...)
+}
+
+func normalizeEndpoint(s string) (string, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return "", errors.New("client: empty endpoint (want e.g. http://127.0.0.1:8080)")
+	}
+	if !strings.Contains(s, "://") {
+		s = "http://" + s
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return "", fmt.Errorf("client: endpoint %q: %w", s, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return "", fmt.Errorf("client: endpoint %q: scheme must be http or https", s)
+	}
+	if u.Host == "" {
+		return "", fmt.Errorf("client: endpoint %q: missing host", s)
+	}
+	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return "", fmt.Errorf("client: endpoint %q: must not contain user info, a query or a fragment", s)
+	}
+	return strings.TrimRight(u.String(), "/"), nil
+}
+
+// call is one API request; it may be sent to several endpoints, so the body is kept as bytes.
+type call struct {
+	method string
+	path   string // already escaped, starting with "/"
+	query  url.Values
+	body   []byte
+}
+
+// do runs cl against the endpoints with failover and decodes a 2xx JSON answer into out (if non-nil).
+func (c *Client) do(ctx context.Context, cl call, out any) error {
+	parent := ctx
+	if c.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+	}
+	n := len(c.endpoints)
+	start := int(c.preferred.Load()) % n
+	var lastErr error
+	var tried []string
+	for i := 0; i < n; i++ {
+		idx := (start + i) % n
+		ep := c.endpoints[idx]
+		err := c.attempt(ctx, ep, cl, out)
+		if err == nil {
+			c.preferred.Store(int64(idx))
+			return nil
+		}
+		var apiErr *Error
+		switch {
+		case errors.As(err, &apiErr):
+			if !apiErr.retryElsewhere() {
+				// The endpoint is healthy; the answer (404, 409, timeout, ...) is the caller's to handle.
+				c.preferred.Store(int64(idx))
+				return err
+			}
+		case ctx.Err() != nil:
+			return c.contextError(parent, cl, ep, err)
+		case isDialError(err):
+			err = fmt.Errorf("connect to %s: %w", ep, err)
+		default:
+			// The request may have reached the server (e.g. connection reset mid-request): the outcome is
+			// unknown, so do not resend it elsewhere.
+			return fmt.Errorf("%s %s%s: %w", cl.method, ep, cl.path, err)
+		}
+		lastErr = err
+		tried = append(tried, ep)
+	}
+	if len(tried) == 1 {
+		return lastErr
+	}
+	return fmt.Errorf("no endpoint could serve the request (tried %s): %w", strings.Join(tried, ", "), lastErr)
+}
+
+// contextError explains a transport error that happened because a context ended.
+func (c *Client) contextError(parent context.Context, cl call, ep string, err error) error {
+	if perr := parent.Err(); perr != nil {
+		return fmt.Errorf("%s %s%s: %w", cl.method, ep, cl.path, perr)
+	}
+	// Our own per-call timeout fired. For a write the outcome is unknown, exactly like a server-side timeout.
+	return fmt.Errorf("%s %s%s: no answer within %s, outcome unknown: %w (%w)",
+		cl.method, ep, cl.path, c.timeout, ErrTimeout, err)
+}
+
+// attempt sends cl to one endpoint.
+func (c *Client) attempt(ctx context.Context, ep string, cl call, out any) error {
+	u := ep + cl.path
+	if len(cl.query) > 0 {
+		u += "?" + cl.query.Encode()
+	}
+	var body io.Reader
+	if cl.body != nil {
+		body = bytes.NewReader(cl.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, cl.method, u, body)
+	if err != nil {
+		return fmt.Errorf("build request %s %s: %w", cl.method, u, err)
+	}
+	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/octet-stream")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// Drain a little so the connection can be reused.
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBytes))
+		_ = resp.Body.Close()
+	}()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return decodeError(resp)
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxResponseBytes)).Decode(out); err != nil {
+		return fmt.Errorf("decode answer to %s %s: %w", cl.method, u, err)
+	}
+	return nil
+}
+
+// decodeError turns a non-2xx answer into an *Error, tolerating bodies that are not corral JSON.
+func decodeError(resp *http.Response) error {
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBytes))
+	e := &Error{Status: resp.StatusCode}
+	var body struct {
+		Error       string `json:"error"`
+		Code        string `json:"code"`
+		ModRevision int64  `json:"mod_revision"`
+	}
+	if json.Unmarshal(raw, &body) == nil && (body.Code != "" || body.Error != "") {
+		e.Code, e.Message, e.ModRevision = body.Code, body.Error, body.ModRevision
+		return e
+	}
+	msg := strings.TrimSpace(string(raw))
+	if len(msg) > 200 {
+		msg = msg[:200] + "..."
+	}
+	e.Message = msg
+	return e
+}
+
+// isDialError reports whether err happened while establishing the connection, i.e. before any byte of the request
+// was sent, which makes trying another endpoint safe.
+func isDialError(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
