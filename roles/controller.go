@@ -320,6 +320,7 @@ var (
 	// ErrTimeout means the request was proposed but not seen applied in time;
 	// its outcome is unknown.
 	ErrTimeout = errors.New("request timed out before it was applied; its outcome is unknown")
+	errLeaderChanged = fmt.Errorf("leader changed while the request was in flight: %w", ErrTimeout)
 	// ErrStopped means the controller is shutting down.
 	ErrStopped = errors.New("controller is stopping")
 )

@@ -137,7 +137,7 @@ func (c *Controller) Propose(ctx context.Context, cmd *metadata.Command) (metada
 	case res := <-ch:
 		if errors.Is(res.Err, ErrTimeout) {
 			c.met.proposalsFailed.WithLabelValues("timeout").Inc()
-			return metadata.Result{}, ErrTimeout
+			return metadata.Result{}, res.Err
 		}
 		return res, nil
 	case <-ctx.Done():

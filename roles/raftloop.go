@@ -99,6 +99,12 @@ func (c *Controller) updateSoftState(ss *raft.SoftState) {
 		}
 		c.log.Info("leader changed", "leader", ss.Lead, "previous", prev, "state", ss.RaftState.String())
 		c.reads.leaderChanged()
+		if prev != 0 {
+			// A proposal forwarded to the old leader may be lost or may still
+			// commit: tell its client now that the outcome is unknown rather
+			// than hold it until the timeout.
+			c.waits.failAll(errLeaderChanged)
+		}
 		if isLeader {
 			go c.ensureClusterID()
 		}
