@@ -319,7 +319,7 @@ var (
 	ErrNoLeader = errors.New("no leader: the controller quorum has no elected leader right now")
 	// ErrTimeout means the request was proposed but not seen applied in time;
 	// its outcome is unknown.
-	ErrTimeout = errors.New("request timed out before it was applied; its outcome is unknown")
+	ErrTimeout       = errors.New("request timed out before it was applied; its outcome is unknown")
 	errLeaderChanged = fmt.Errorf("leader changed while the request was in flight: %w", ErrTimeout)
 	// ErrStopped means the controller is shutting down.
 	ErrStopped = errors.New("controller is stopping")
