@@ -3,7 +3,6 @@ package roles
 import (
 	"net/http"
 	"sort"
-	"strconv"
 	"time"
 
 	"go.etcd.io/raft/v3"
@@ -71,9 +70,6 @@ func (c *Controller) clusterView() clusterJSON {
 			cj.LastContactMS = &ms
 			if status.RaftState != raft.StateLeader {
 				cj.Reachable = ps.Connected
-			}
-			if ps.RTT > 0 {
-				c.met.peerRTT.WithLabelValues(strconv.FormatUint(id, 10)).Set(ps.RTT.Seconds())
 			}
 		}
 		out.Controllers = append(out.Controllers, cj)

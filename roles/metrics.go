@@ -20,7 +20,6 @@ type controllerMetrics struct {
 	syncDuration       prometheus.Histogram
 	snapshots          prometheus.Counter
 	snapshotSize       prometheus.Gauge
-	peerRTT            *prometheus.GaugeVec
 	httpDuration       *prometheus.HistogramVec
 }
 
@@ -53,16 +52,13 @@ func newControllerMetrics(reg *prometheus.Registry) *controllerMetrics {
 			Name: "corral_raft_snapshots_total", Help: "State-machine snapshots taken or installed."}),
 		snapshotSize: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "corral_raft_snapshot_size_bytes", Help: "Size of the latest state-machine snapshot."}),
-		peerRTT: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "corral_raft_peer_round_trip_seconds", Help: "Smoothed round trip to each peer controller."},
-			[]string{"peer"}),
 		httpDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "corral_http_request_duration_seconds", Help: "API request duration by route and status code.",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18)}, []string{"route", "code"}),
 	}
 	reg.MustRegister(m.term, m.hasLeader, m.isLeader, m.leaderChanges, m.commitIndex, m.appliedIndex,
 		m.proposalsCommitted, m.proposalsFailed, m.applyDuration, m.syncDuration, m.snapshots,
-		m.snapshotSize, m.peerRTT, m.httpDuration,
+		m.snapshotSize, m.httpDuration,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
