@@ -52,6 +52,8 @@ func (s *State) applyCommand(c *Command) Result {
 		return s.applyDelete(c)
 	case OpSetClusterID:
 		return s.applySetClusterID(c)
+	case OpSetMemberHTTP:
+		return s.applySetMemberHTTP(c)
 	default:
 		// decodeCommand only lets an unknown op through when it carries
 		// IgnoreUnknownTypeFlag: skipping it is the proposer's documented

@@ -23,6 +23,9 @@ const (
 	OpDelete Op = 2
 	// OpSetClusterID records the cluster id carried in Key if none is set yet.
 	OpSetClusterID Op = 3
+	// OpSetMemberHTTP records the HTTP address (Value) of the controller
+	// whose decimal id is Key. Ops 10-19 belong to controller membership.
+	OpSetMemberHTTP Op = 10
 )
 
 // IgnoreUnknownTypeFlag may be OR-ed into an Op by a proposer (like Nomad's
@@ -40,15 +43,8 @@ func (o Op) Ignorable() bool { return o&IgnoreUnknownTypeFlag != 0 }
 
 // String returns a short name for logs.
 func (o Op) String() string {
-	var s string
-	switch o.Base() {
-	case OpPut:
-		s = "put"
-	case OpDelete:
-		s = "delete"
-	case OpSetClusterID:
-		s = "set_cluster_id"
-	default:
+	s, ok := opNames[o.Base()]
+	if !ok {
 		s = "op(" + strconv.Itoa(int(o.Base())) + ")"
 	}
 	if o.Ignorable() {
@@ -77,13 +73,21 @@ type Command struct {
 // misread.
 const kvFlagHasPrev = 1
 
-// isKVOp reports whether o uses the KV payload layout.
+// isKVOp reports whether o uses the KV payload layout (key, value,
+// optional prev revision). Every op known to this version does: ops with
+// structured payloads carry them JSON-encoded in Value.
 func isKVOp(o Op) bool {
-	switch o.Base() {
-	case OpPut, OpDelete, OpSetClusterID:
-		return true
-	}
-	return false
+	_, ok := opNames[o.Base()]
+	return ok
+}
+
+// opNames lists the ops this version knows. Files that add ops register
+// them here.
+var opNames = map[Op]string{
+	OpPut:           "put",
+	OpDelete:        "delete",
+	OpSetClusterID:  "set_cluster_id",
+	OpSetMemberHTTP: "set_member_http",
 }
 
 // Marshal encodes c as a v1 command record: version byte, op byte, uvarint

@@ -47,18 +47,22 @@ func (s *State) Snapshot() ([]byte, error) {
 	s.mu.Lock()
 	applied, rev, cid := s.applied, s.revision, s.clusterID
 	tree := s.kvs.Clone()
+	var ext []byte
+	if !s.ext.empty() {
+		ext = s.ext.encode()
+	}
 	s.mu.Unlock()
-	return encodeSnapshot(applied, rev, cid, tree), nil
+	return encodeSnapshot(applied, rev, cid, tree, ext), nil
 }
 
-func encodeSnapshot(applied uint64, rev int64, cid string, tree *btree.BTreeG[item]) []byte {
+func encodeSnapshot(applied uint64, rev int64, cid string, tree *btree.BTreeG[item], ext []byte) []byte {
 	metaLen := uvarintLen(applied) + uvarintLen(uint64(rev)) + uvarintLen(uint64(len(cid))) + len(cid)
 	kvLen := uvarintLen(uint64(tree.Len()))
 	tree.Ascend(func(it item) bool {
 		kvLen += kvRecordLen(it)
 		return true
 	})
-	b := make([]byte, 0, snapHeaderLen+2*sectionHeaderLen+metaLen+kvLen+snapTrailerLen)
+	b := make([]byte, 0, snapHeaderLen+3*sectionHeaderLen+metaLen+kvLen+len(ext)+snapTrailerLen)
 	b = append(b, snapshotMagic...)
 	b = append(b, SnapshotFormatV1)
 
@@ -77,6 +81,10 @@ func encodeSnapshot(applied uint64, rev int64, cid string, tree *btree.BTreeG[it
 		b = binary.AppendUvarint(b, uint64(it.version))
 		return true
 	})
+	if len(ext) > 0 {
+		b = appendSectionHeader(b, sectionExt, len(ext))
+		b = append(b, ext...)
+	}
 	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
 }
 
@@ -112,7 +120,7 @@ func (s *State) RestoreFrom(data []byte) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.applied, s.revision, s.clusterID, s.kvs = n.applied, n.revision, n.clusterID, n.kvs
+	s.applied, s.revision, s.clusterID, s.kvs, s.ext = n.applied, n.revision, n.clusterID, n.kvs, n.ext
 	return nil
 }
 
@@ -160,6 +168,11 @@ func decodeSnapshot(data []byte) (*State, error) {
 			}
 			err = s.decodeKVs(payload)
 			seen[1] = true
+		case sectionExt:
+			if !seen[1] {
+				return nil, corrupt("ext section before kv section")
+			}
+			s.ext, err = decodeExt(payload)
 		default:
 			if tag&SectionIgnorableFlag == 0 {
 				return nil, fmt.Errorf("%w: unknown required snapshot section %d (written by a newer corral)", ErrUnsupportedVersion, base)

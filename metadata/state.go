@@ -56,6 +56,7 @@ type State struct {
 	revision  int64
 	clusterID string
 	kvs       *btree.BTreeG[item]
+	ext       extState
 }
 
 // New returns an empty state at applied index 0 and revision 0.

@@ -35,7 +35,7 @@ func newMemCluster(t *testing.T, n int, tweak func(*ControllerConfig)) *memClust
 		cfgs: map[uint64]ControllerConfig{}, leaders: map[uint64]map[uint64]bool{}, stop: make(chan struct{})}
 	peers := map[uint64]string{}
 	for i := 1; i <= n; i++ {
-		peers[uint64(i)] = fmt.Sprintf("mem-%d", i)
+		peers[uint64(i)] = fmt.Sprintf("mem:%d", i)
 	}
 	for i := 1; i <= n; i++ {
 		id := uint64(i)

@@ -29,6 +29,13 @@ type ControllerConfig struct {
 	// cluster address. It is used only to bootstrap an empty data dir and
 	// to find peers; the membership itself lives in the log.
 	Peers map[uint64]string
+	// Join lists HTTP API addresses of running controllers. A controller
+	// with an empty data dir and Join set joins that cluster (it must have
+	// been added with `corral controller add` first) instead of
+	// bootstrapping from Peers.
+	Join []string
+	// Token is the API token used to call Join endpoints.
+	Token string
 	// ClusterID, when set, must match the id kept in the data dir. On a
 	// brand-new cluster it becomes the cluster id; otherwise the first
 	// leader generates one and replicates it.
@@ -52,6 +59,9 @@ type ControllerConfig struct {
 	HeartbeatTicks int
 	// RequestTimeout bounds how long a write or linearizable read waits.
 	RequestTimeout time.Duration
+	// PromoteAfter overrides how long a learner must stay caught up before
+	// it is promoted (default PromoteAfter); tests shorten it.
+	PromoteAfter time.Duration
 	// NoSync disables fsync; for throwaway test clusters only.
 	NoSync bool
 	// Logger receives structured logs; nil means slog.Default().
@@ -96,18 +106,26 @@ func (c *ControllerConfig) Validate() error {
 		return errors.New("--node-id must be a positive integer")
 	case c.DataDir == "":
 		return errors.New("--data-dir is required")
-	case len(c.Peers) == 0:
-		return errors.New("--controllers is required, e.g. 1@127.0.0.1:7001,2@127.0.0.1:7002,3@127.0.0.1:7003")
+	case len(c.Peers) == 0 && len(c.Join) == 0:
+		return errors.New("--controllers (to bootstrap or restart) or --join (to join a running cluster) is required, e.g. --controllers=1@127.0.0.1:7001,2@127.0.0.1:7002,3@127.0.0.1:7003")
+	case len(c.Join) > 0 && c.ClusterAddr == "" && c.Peers[c.NodeID] == "":
+		return errors.New("--cluster-addr is required with --join")
 	case c.Transport == nil && c.TLSDir == "":
 		return errors.New("--tls-dir is required (create one with: corral certs create --dir DIR --hosts 127.0.0.1,localhost)")
 	case c.ElectionTicks <= c.HeartbeatTicks:
 		return errors.New("election ticks must be greater than heartbeat ticks")
 	}
-	if _, ok := c.Peers[c.NodeID]; !ok {
+	if _, ok := c.Peers[c.NodeID]; !ok && len(c.Join) == 0 {
 		return fmt.Errorf("--controllers does not list this node's id %d", c.NodeID)
 	}
 	if c.ClusterAddr == "" {
 		c.ClusterAddr = c.Peers[c.NodeID]
+	}
+	if c.Peers == nil {
+		c.Peers = map[uint64]string{}
+	}
+	if c.Peers[c.NodeID] == "" {
+		c.Peers[c.NodeID] = c.ClusterAddr
 	}
 	return nil
 }

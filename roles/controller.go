@@ -50,9 +50,15 @@ type Controller struct {
 	reads   *readLoop
 	nextReq atomic.Uint64
 
+	memberMu  sync.Mutex // one membership change at a time
 	confMu    sync.RWMutex
 	confState *pb.ConfState
 	snapIndex uint64 // loop-owned: index of the latest local snapshot
+	joining   bool   // empty data dir joining a running cluster via --join
+
+	// leaderHooks run on the raft loop when this controller gains or loses
+	// leadership (term is the new term); they must not block.
+	leaderHooks []func(isLeader bool, term uint64)
 
 	http    *http.Server
 	httpLn  net.Listener
@@ -95,6 +101,11 @@ func StartController(cfg ControllerConfig) (*Controller, error) {
 		c.store.Close()
 		return nil, err
 	}
+	if err := c.maybeJoin(); err != nil {
+		c.tr.Close()
+		c.store.Close()
+		return nil, err
+	}
 	if err := c.startRaft(); err != nil {
 		c.tr.Close()
 		c.store.Close()
@@ -110,11 +121,13 @@ func StartController(cfg ControllerConfig) (*Controller, error) {
 	c.reads = newReadLoop(c)
 	go c.run()
 	go c.reads.run()
+	go c.promoteLoop()
 	if cfg.HTTPAddr != "" {
 		if err := c.startHTTP(); err != nil {
 			c.Close()
 			return nil, err
 		}
+		go c.announceHTTP()
 	}
 	c.log.Info("controller started", "cluster_addr", cfg.ClusterAddr, "http_addr", c.HTTPAddr(),
 		"cluster_id", c.ClusterID(), "peers", len(cfg.Peers))
@@ -228,7 +241,7 @@ func (c *Controller) startRaft() error {
 	if err != nil {
 		return fmt.Errorf("inspect raft log: %w", err)
 	}
-	if empty && raft.IsEmptyHardState(hs) {
+	if empty && raft.IsEmptyHardState(hs) && !c.joining {
 		peers := make([]raft.Peer, 0, len(c.cfg.Peers))
 		for _, id := range sortedIDs(c.cfg.Peers) {
 			peers = append(peers, raft.Peer{ID: id, Context: []byte(c.cfg.Peers[id])})
@@ -238,7 +251,25 @@ func (c *Controller) startRaft() error {
 		return nil
 	}
 	c.node = raft.RestartNode(rc)
+	if len(cs.GetVoters()) > 0 {
+		c.syncPeers(cs)
+	}
 	return nil
+}
+
+// maybeJoin contacts --join endpoints when the data dir is brand new.
+func (c *Controller) maybeJoin() error {
+	if len(c.cfg.Join) == 0 {
+		return nil
+	}
+	empty, err := c.store.IsEmpty()
+	if err != nil {
+		return fmt.Errorf("inspect raft log: %w", err)
+	}
+	if !empty {
+		return nil // restarting a controller that already joined
+	}
+	return c.joinCluster()
 }
 
 // ClusterID returns the cluster id, or "" before the first leader set it.

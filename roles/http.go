@@ -129,6 +129,11 @@ func (c *Controller) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/kv/{key...}", c.handleGet)
 	mux.HandleFunc("DELETE /v1/kv/{key...}", c.handleDelete)
 	mux.HandleFunc("GET /v1/cluster", c.handleCluster)
+	mux.HandleFunc("GET /v1/controllers", c.leaderOnly(c.handleListControllers))
+	mux.HandleFunc("POST /v1/controllers", c.leaderOnly(c.handleAddController))
+	mux.HandleFunc("DELETE /v1/controllers/{id}", c.leaderOnly(c.handleRemoveController))
+	mux.HandleFunc("POST /v1/controllers/{id}/transfer-leader", c.leaderOnly(c.handleTransferLeader))
+	mux.HandleFunc("GET /v1/snapshot", c.handleSnapshot)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, &apiError{Code: "not_found",
 			Message: fmt.Sprintf("no route for %s %s; see docs/API.md", r.Method, r.URL.Path)})

@@ -25,6 +25,8 @@ type clusterJSON struct {
 	Term         uint64           `json:"term"`
 	CommitIndex  uint64           `json:"commit_index"`
 	AppliedIndex uint64           `json:"applied_index"`
+	Voter        bool             `json:"voter"`
+	Quorum       quorumHealth     `json:"quorum"`
 	Controllers  []controllerJSON `json:"controllers"`
 }
 
@@ -36,6 +38,7 @@ func (c *Controller) clusterView() clusterJSON {
 	out := clusterJSON{
 		ClusterID: c.ClusterID(), NodeID: c.cfg.NodeID, LeaderID: status.Lead,
 		Term: c.term.Load(), CommitIndex: c.commit.Load(), AppliedIndex: applied,
+		Voter: c.isVoter(), Quorum: c.quorumHealth(),
 	}
 	cs := c.currentConfState()
 	learners := map[uint64]bool{}
@@ -45,7 +48,8 @@ func (c *Controller) clusterView() clusterJSON {
 	ids := append(append([]uint64{}, cs.GetVoters()...), cs.GetLearners()...)
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	for _, id := range ids {
-		cj := controllerJSON{ID: id, Address: c.cfg.Peers[id], Voter: !learners[id]}
+		addr, _ := c.memberAddress(id)
+		cj := controllerJSON{ID: id, Address: addr, Voter: !learners[id]}
 		switch {
 		case learners[id]:
 			cj.Role = "learner"
@@ -87,7 +91,8 @@ func (c *Controller) handleReadyz(w http.ResponseWriter, _ *http.Request) {
 	applied, _ := c.applied.get()
 	commit := c.commit.Load()
 	leader := c.leader.Load()
-	body := map[string]any{"leader_id": leader, "applied_index": applied, "commit_index": commit}
+	body := map[string]any{"leader_id": leader, "applied_index": applied, "commit_index": commit,
+		"voter": c.isVoter(), "quorum": c.quorumHealth()}
 	switch {
 	case leader == 0:
 		body["error"], body["code"] = "no leader known", "not_ready"

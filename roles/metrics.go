@@ -21,6 +21,9 @@ type controllerMetrics struct {
 	snapshots          prometheus.Counter
 	snapshotSize       prometheus.Gauge
 	httpDuration       *prometheus.HistogramVec
+	voters             prometheus.Gauge
+	learners           prometheus.Gauge
+	failureTolerance   prometheus.Gauge
 }
 
 func newControllerMetrics(reg *prometheus.Registry) *controllerMetrics {
@@ -55,8 +58,14 @@ func newControllerMetrics(reg *prometheus.Registry) *controllerMetrics {
 		httpDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "corral_http_request_duration_seconds", Help: "API request duration by route and status code.",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18)}, []string{"route", "code"}),
+		voters: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "corral_raft_voters", Help: "Voting controllers in the current configuration."}),
+		learners: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "corral_raft_learners", Help: "Learners (non-voting, catching up) in the current configuration."}),
+		failureTolerance: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "corral_raft_failure_tolerance", Help: "Voters that may fail now without losing the quorum (0 when unhealthy)."}),
 	}
-	reg.MustRegister(m.term, m.hasLeader, m.isLeader, m.leaderChanges, m.commitIndex, m.appliedIndex,
+	reg.MustRegister(m.voters, m.learners, m.failureTolerance, m.term, m.hasLeader, m.isLeader, m.leaderChanges, m.commitIndex, m.appliedIndex,
 		m.proposalsCommitted, m.proposalsFailed, m.applyDuration, m.syncDuration, m.snapshots,
 		m.snapshotSize, m.httpDuration,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -39,14 +39,15 @@ func (c *Controller) run() {
 }
 
 func (c *Controller) handleReady(rd raft.Ready) error {
-	if rd.SoftState != nil {
-		c.updateSoftState(rd.SoftState)
-	}
+	// Term first: leadership hooks read it.
 	if rd.HardState != nil && !raft.IsEmptyHardState(rd.HardState) {
 		c.term.Store(rd.HardState.GetTerm())
 		c.commit.Store(rd.HardState.GetCommit())
 		c.met.term.Set(float64(rd.HardState.GetTerm()))
 		c.met.commitIndex.Set(float64(rd.HardState.GetCommit()))
+	}
+	if rd.SoftState != nil {
+		c.updateSoftState(rd.SoftState)
 	}
 	// A leader may send its appends while it writes them itself (raft
 	// thesis 10.2.1): followers only count an entry once they persisted it.
@@ -82,7 +83,7 @@ func (c *Controller) handleReady(rd raft.Ready) error {
 func (c *Controller) updateSoftState(ss *raft.SoftState) {
 	prev := c.leader.Swap(ss.Lead)
 	isLeader := ss.RaftState == raft.StateLeader
-	c.isLeader.Store(isLeader)
+	wasLeader := c.isLeader.Swap(isLeader)
 	if ss.Lead != 0 {
 		c.met.hasLeader.Set(1)
 	} else {
@@ -107,6 +108,12 @@ func (c *Controller) updateSoftState(ss *raft.SoftState) {
 		}
 		if isLeader {
 			go c.ensureClusterID()
+		}
+	}
+	if wasLeader != isLeader {
+		term := c.term.Load()
+		for _, h := range c.leaderHooks {
+			h(isLeader, term)
 		}
 	}
 }
@@ -180,10 +187,9 @@ func (c *Controller) applyEntries(ents []*pb.Entry) error {
 				c.learnClusterID(st.ClusterID())
 			}
 		case pb.EntryType_EntryConfChange, pb.EntryType_EntryConfChangeV2:
-			if err := c.applyConfChange(e); err != nil {
+			if err := c.applyConfChange(st, e); err != nil {
 				return err
 			}
-			st.Apply(idx, nil)
 		}
 		last = idx
 	}
@@ -195,38 +201,49 @@ func (c *Controller) applyEntries(ents []*pb.Entry) error {
 	return nil
 }
 
-func (c *Controller) applyConfChange(e *pb.Entry) error {
-	var cc pb.ConfChangeI
-	if e.GetType() == pb.EntryType_EntryConfChange {
-		v1 := &pb.ConfChange{}
-		if err := proto.Unmarshal(e.GetData(), v1); err != nil {
-			return fmt.Errorf("decode conf change at index %d: %w", e.GetIndex(), err)
-		}
-		cc = v1
-		if v1.GetType() == pb.ConfChangeType_ConfChangeAddNode && len(v1.GetContext()) > 0 &&
-			v1.GetNodeId() != c.cfg.NodeID {
-			c.tr.AddPeer(v1.GetNodeId(), string(v1.GetContext()))
-		}
-	} else {
+// applyConfChange applies a membership change to raft, the replicated
+// member list and the transport, then wakes the proposer.
+func (c *Controller) applyConfChange(st *metadata.State, e *pb.Entry) error {
+	if e.GetType() == pb.EntryType_EntryConfChangeV2 {
+		// Corral proposes only simple (v1) changes; a v2 entry is still
+		// applied to raft so that every replica agrees on the configuration.
 		v2 := &pb.ConfChangeV2{}
 		if err := proto.Unmarshal(e.GetData(), v2); err != nil {
 			return fmt.Errorf("decode conf change at index %d: %w", e.GetIndex(), err)
 		}
-		cc = v2
+		c.setConfState(c.node.ApplyConfChange(v2))
+		st.Apply(e.GetIndex(), nil)
+		return nil
 	}
-	cs := c.node.ApplyConfChange(cc)
-	c.setConfState(cs)
-	c.syncPeers(cs)
+	cc := &pb.ConfChange{}
+	if err := proto.Unmarshal(e.GetData(), cc); err != nil {
+		return fmt.Errorf("decode conf change at index %d: %w", e.GetIndex(), err)
+	}
+	ctx := parseConfContext(cc.GetContext())
+	c.setConfState(c.node.ApplyConfChange(cc))
+	if err := c.applyMemberChange(st, e.GetIndex(), cc, ctx); err != nil {
+		return fmt.Errorf("record conf change at index %d: %w", e.GetIndex(), err)
+	}
+	c.log.Info("membership changed", "change", cc.GetType().String(), "id", cc.GetNodeId(),
+		"voters", c.currentConfState().GetVoters(), "learners", c.currentConfState().GetLearners())
+	if ctx.RequestID != 0 {
+		c.waits.trigger(ctx.RequestID, metadata.Result{})
+	}
 	return nil
 }
 
-// syncPeers drops transport peers that are no longer members. Addresses of
-// new members arrive with their conf change.
+// syncPeers points the transport at exactly the current members, using the
+// replicated addresses (after a snapshot install or at start).
 func (c *Controller) syncPeers(cs *pb.ConfState) {
 	members := map[uint64]bool{}
 	for _, set := range [][]uint64{cs.GetVoters(), cs.GetLearners(), cs.GetVotersOutgoing(), cs.GetLearnersNext()} {
 		for _, id := range set {
 			members[id] = true
+		}
+	}
+	for id := range members {
+		if addr, _ := c.memberAddress(id); addr != "" && id != c.cfg.NodeID {
+			c.tr.AddPeer(id, addr)
 		}
 	}
 	for id := range c.cfg.Peers {

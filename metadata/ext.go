@@ -1,0 +1,55 @@
+package metadata
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// sectionExt holds the cluster objects beyond the key space (controllers,
+// workers, ...) as one JSON document. encoding/json writes struct fields in
+// declaration order and map keys sorted, so equal states give equal bytes.
+const sectionExt = 3
+
+// extState is the state that is not key/value data. Each kind of object is
+// a field owned by its own file (members.go, workers.go, ...); every field
+// must be JSON-deterministic (structs, slices, maps with string or integer
+// keys) and omitted when empty so older snapshots decode unchanged.
+type extState struct {
+	// Members are the controllers, keyed by raft node id.
+	Members map[uint64]*Member `json:"members,omitempty"`
+	// RemovedIDs are controller ids that may never be used again.
+	RemovedIDs []uint64 `json:"removed_ids,omitempty"`
+}
+
+func (e *extState) empty() bool {
+	b, _ := json.Marshal(e)
+	return string(b) == "{}"
+}
+
+func (e *extState) encode() []byte {
+	b, err := json.Marshal(e)
+	if err != nil {
+		// Only unsupported types fail to marshal; that is a programming error
+		// caught by every snapshot test.
+		panic(fmt.Sprintf("metadata: encode ext state: %v", err))
+	}
+	return b
+}
+
+func decodeExt(p []byte) (extState, error) {
+	var e extState
+	if err := json.Unmarshal(p, &e); err != nil {
+		return extState{}, corrupt("ext section: %v", err)
+	}
+	return e, nil
+}
+
+// clone deep-copies e through its encoding, so a snapshot taken under the
+// lock is not changed by later applies.
+func (e *extState) clone() extState {
+	c, err := decodeExt(e.encode())
+	if err != nil {
+		panic(fmt.Sprintf("metadata: clone ext state: %v", err))
+	}
+	return c
+}
