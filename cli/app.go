@@ -30,6 +30,8 @@ func App() *cli.App {
 			statusCommand(),
 			certsCommand(),
 			benchCommand(),
+			controllerCommand(),
+			snapshotCommand(),
 		},
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {

@@ -36,6 +36,10 @@ func runCommand() *cli.Command {
 				Usage: "HOST:PORT for the HTTP API, e.g. 127.0.0.1:8080"},
 			&cli.StringFlag{Name: "controllers", EnvVars: envVars("controllers"),
 				Usage: "every controller as ID@HOST:PORT (cluster addresses), e.g. 1@10.0.0.1:7001,2@10.0.0.2:7001"},
+			&cli.StringFlag{Name: "join", EnvVars: envVars("join"),
+				Usage: "join a running cluster: its controllers' API URLs (after 'corral controller add'); used instead of --controllers"},
+			&cli.StringFlag{Name: "token", EnvVars: envVars("token"),
+				Usage: "API token for the --join endpoints"},
 			&cli.StringFlag{Name: "tls-dir", EnvVars: envVars("tls-dir"),
 				Usage: "directory with ca.pem, node.pem and node-key.pem (see 'corral certs create')"},
 			&cli.StringFlag{Name: "cluster-id", EnvVars: envVars("cluster-id"),
@@ -83,18 +87,26 @@ func controllerConfig(c *cli.Context) (roles.ControllerConfig, error) {
 	if cfg.HTTPAddr == "" {
 		return cfg, errors.New("missing --http-addr: where to serve the API, e.g. --http-addr 127.0.0.1:8080")
 	}
-	if c.String("controllers") == "" {
-		return cfg, errors.New("missing --controllers: list every controller as ID@HOST:PORT, " +
-			"e.g. --controllers 1@127.0.0.1:7001,2@127.0.0.1:7002,3@127.0.0.1:7003")
+	var err error
+	if cfg.Join = splitList(c.String("join")); len(cfg.Join) > 0 {
+		if c.String("cluster-addr") == "" {
+			return cfg, errors.New("--join needs --cluster-addr: the HOST:PORT other controllers reach this one on (the address given to 'corral controller add')")
+		}
+		cfg.Token = c.String("token")
+	} else {
+		if c.String("controllers") == "" {
+			return cfg, errors.New("missing --controllers: list every controller as ID@HOST:PORT, " +
+				"e.g. --controllers 1@127.0.0.1:7001,2@127.0.0.1:7002,3@127.0.0.1:7003 (or --join to join a running cluster)")
+		}
+		peers, err := roles.ParsePeers(c.String("controllers"))
+		if err != nil {
+			return cfg, fmt.Errorf("bad --controllers: %w", err)
+		}
+		if _, ok := peers[cfg.NodeID]; !ok {
+			return cfg, fmt.Errorf("--controllers does not list --node-id %d; add %d@HOST:PORT", cfg.NodeID, cfg.NodeID)
+		}
+		cfg.Peers = peers
 	}
-	peers, err := roles.ParsePeers(c.String("controllers"))
-	if err != nil {
-		return cfg, fmt.Errorf("bad --controllers: %w", err)
-	}
-	if _, ok := peers[cfg.NodeID]; !ok {
-		return cfg, fmt.Errorf("--controllers does not list --node-id %d; add %d@HOST:PORT", cfg.NodeID, cfg.NodeID)
-	}
-	cfg.Peers = peers
 	cfg.TLSDir = c.String("tls-dir")
 	if cfg.TLSDir == "" {
 		return cfg, errors.New("missing --tls-dir: create one with 'corral certs create --dir DIR --hosts 127.0.0.1,localhost'")

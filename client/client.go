@@ -128,6 +128,9 @@ type call struct {
 	path   string // already escaped, starting with "/"
 	query  url.Values
 	body   []byte
+	// raw, when set, consumes a 2xx body instead of JSON decoding (e.g.
+	// snapshot downloads).
+	raw func(io.Reader) error
 }
 
 // do runs cl against the endpoints with failover and decodes a 2xx JSON answer into out (if non-nil).
@@ -138,17 +141,43 @@ func (c *Client) do(ctx context.Context, cl call, out any) error {
 		ctx, cancel = context.WithTimeout(ctx, c.timeout)
 		defer cancel()
 	}
+	// Rounds over the endpoints: when every endpoint answered "no leader
+	// (yet)", an election is probably under way, so try again shortly
+	// until the deadline instead of failing at once.
+	backoff := 50 * time.Millisecond
+	for {
+		err, again := c.round(ctx, parent, cl, out)
+		if !again || ctx.Err() != nil {
+			return err
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		if backoff < time.Second {
+			backoff *= 2
+		}
+	}
+}
+
+// round tries every endpoint once. again reports that all of them answered
+// with a retryable "no leader" kind of error.
+func (c *Client) round(ctx, parent context.Context, cl call, out any) (err error, again bool) {
 	n := len(c.endpoints)
 	start := int(c.preferred.Load()) % n
 	var lastErr error
 	var tried []string
+	allLeaderless := true
 	for i := 0; i < n; i++ {
 		idx := (start + i) % n
 		ep := c.endpoints[idx]
 		err := c.attempt(ctx, ep, cl, out)
 		if err == nil {
 			c.preferred.Store(int64(idx))
-			return nil
+			return nil, false
 		}
 		var apiErr *Error
 		switch {
@@ -156,24 +185,25 @@ func (c *Client) do(ctx context.Context, cl call, out any) error {
 			if !apiErr.retryElsewhere() {
 				// The endpoint is healthy; the answer (404, 409, timeout, ...) is the caller's to handle.
 				c.preferred.Store(int64(idx))
-				return err
+				return err, false
 			}
 		case ctx.Err() != nil:
-			return c.contextError(parent, cl, ep, err)
+			return c.contextError(parent, cl, ep, err), false
 		case isDialError(err):
 			err = fmt.Errorf("connect to %s: %w", ep, err)
+			allLeaderless = false
 		default:
 			// The request may have reached the server (e.g. connection reset mid-request): the outcome is
 			// unknown, so do not resend it elsewhere.
-			return fmt.Errorf("%s %s%s: %w", cl.method, ep, cl.path, err)
+			return fmt.Errorf("%s %s%s: %w", cl.method, ep, cl.path, err), false
 		}
 		lastErr = err
 		tried = append(tried, ep)
 	}
 	if len(tried) == 1 {
-		return lastErr
+		return lastErr, allLeaderless
 	}
-	return fmt.Errorf("no endpoint could serve the request (tried %s): %w", strings.Join(tried, ", "), lastErr)
+	return fmt.Errorf("no endpoint could serve the request (tried %s): %w", strings.Join(tried, ", "), lastErr), allLeaderless
 }
 
 // contextError explains a transport error that happened because a context ended.
@@ -218,6 +248,9 @@ func (c *Client) attempt(ctx context.Context, ep string, cl call, out any) error
 	}()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return decodeError(resp)
+	}
+	if cl.raw != nil {
+		return cl.raw(resp.Body)
 	}
 	if out == nil {
 		return nil

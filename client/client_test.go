@@ -6,7 +6,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -202,7 +204,8 @@ func TestErrorMapping(t *testing.T) {
 		t.Run(tt.code, func(t *testing.T) {
 			f := newFakeAPI(t)
 			f.setFail(&apiError{status: tt.status, code: tt.code, msg: "because " + tt.code, modRevision: 42})
-			c := newTestClient(t, Config{Endpoints: []string{f.URL()}})
+			// Leaderless answers are retried until the deadline: keep it short.
+			c := newTestClient(t, Config{Endpoints: []string{f.URL()}, Timeout: 300 * time.Millisecond})
 			_, err := c.Put(context.Background(), "k", []byte("v"))
 			require.Error(t, err)
 			var apiErr *Error
@@ -345,4 +348,22 @@ func TestErrorString(t *testing.T) {
 	require.Equal(t, `corral API: key "k" not found (HTTP 404, code not_found)`, e.Error())
 	e = &Error{Status: 502}
 	require.True(t, strings.HasPrefix(e.Error(), "corral API: Bad Gateway"))
+}
+
+func TestRetriesWhileNoEndpointHasALeader(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if calls.Add(1) <= 3 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(`{"error":"election under way","code":"no_leader"}`))
+			return
+		}
+		_, _ = w.Write([]byte(`{"revision":7}`))
+	}))
+	defer srv.Close()
+	c := newTestClient(t, Config{Endpoints: []string{srv.URL}, Timeout: 5 * time.Second})
+	rev, err := c.Put(context.Background(), "k", []byte("v"))
+	require.NoError(t, err)
+	require.EqualValues(t, 7, rev)
+	require.EqualValues(t, 4, calls.Load())
 }

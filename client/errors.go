@@ -78,5 +78,5 @@ func (e *Error) Is(target error) bool {
 // that nothing was proposed (no leader known, or not ready yet). "timeout" is deliberately excluded because the
 // proposal may still commit, and a blind retry could apply a write twice.
 func (e *Error) retryElsewhere() bool {
-	return e.Status == http.StatusServiceUnavailable && (e.Code == "no_leader" || e.Code == "not_ready")
+	return e.Status == http.StatusServiceUnavailable && (e.Code == "no_leader" || e.Code == "not_ready" || e.Code == "not_leader")
 }

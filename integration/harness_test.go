@@ -69,6 +69,8 @@ type node struct {
 	tlsDir      string
 	logPath     string
 	extra       []string
+	join        []string // API URLs to join through, instead of --controllers
+	controllers string   // overrides the cluster's --controllers for this node
 	cmd         *exec.Cmd
 	exited      chan struct{}
 }
@@ -105,11 +107,13 @@ func newCluster(t *testing.T, n int, extra ...string) *cluster {
 	return c
 }
 
+// peersFlag lists the bootstrap controllers (those not joining).
 func (c *cluster) peersFlag() string {
 	var parts []string
-	for i := 1; i <= len(c.nodes); i++ {
-		n := c.nodes[uint64(i)]
-		parts = append(parts, fmt.Sprintf("%d@%s", n.id, n.clusterAddr))
+	for i := uint64(1); i <= uint64(len(c.nodes)); i++ {
+		if n := c.nodes[i]; n != nil && len(n.join) == 0 {
+			parts = append(parts, fmt.Sprintf("%d@%s", n.id, n.clusterAddr))
+		}
 	}
 	return strings.Join(parts, ",")
 }
@@ -122,9 +126,31 @@ func (c *cluster) startAll() {
 
 func (c *cluster) args(n *node) []string {
 	args := []string{"run", "--role=controller", fmt.Sprintf("--node-id=%d", n.id), "--data-dir=" + n.dataDir,
-		"--cluster-addr=" + n.clusterAddr, "--http-addr=" + n.httpAddr, "--controllers=" + c.peersFlag(),
-		"--tls-dir=" + n.tlsDir}
+		"--cluster-addr=" + n.clusterAddr, "--http-addr=" + n.httpAddr, "--tls-dir=" + n.tlsDir}
+	switch {
+	case n.controllers != "":
+		args = append(args, "--controllers="+n.controllers)
+	case len(n.join) > 0:
+		args = append(args, "--join="+strings.Join(n.join, ","))
+	default:
+		args = append(args, "--controllers="+c.peersFlag())
+	}
 	return append(args, n.extra...)
+}
+
+// prepareJoiner adds node id (not started) that will join through the
+// given running nodes.
+func (c *cluster) prepareJoiner(id uint64, via ...uint64) *node {
+	n := &node{
+		id: id, clusterAddr: freeAddr(c.t), httpAddr: freeAddr(c.t),
+		dataDir: filepath.Join(c.dir, fmt.Sprintf("data-%d", id)), tlsDir: filepath.Join(c.dir, "tls"),
+		logPath: filepath.Join(c.dir, fmt.Sprintf("node-%d.log", id)),
+	}
+	for _, v := range via {
+		n.join = append(n.join, c.nodes[v].endpoint())
+	}
+	c.nodes[id] = n
+	return n
 }
 
 func (c *cluster) start(id uint64) {

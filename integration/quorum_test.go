@@ -58,6 +58,7 @@ type writer struct {
 	lastOK  atomic.Int64 // unix nanos of the last acknowledged write
 	maxGap  atomic.Int64
 	stopped atomic.Bool
+	pause   time.Duration // between writes, to bound the load some tests put on 2 cores
 }
 
 func (w *writer) run(ctx context.Context, cl *client.Client, prefix string, wg *sync.WaitGroup) {
@@ -80,6 +81,9 @@ func (w *writer) run(ctx context.Context, cl *client.Client, prefix string, wg *
 		w.mu.Lock()
 		w.acked[key] = val
 		w.mu.Unlock()
+		if w.pause > 0 {
+			time.Sleep(w.pause) // pacing the load, not waiting for a condition
+		}
 	}
 }
 

@@ -51,6 +51,7 @@ type Controller struct {
 	nextReq atomic.Uint64
 
 	memberMu  sync.Mutex // one membership change at a time
+	heard     heardTracker
 	confMu    sync.RWMutex
 	confState *pb.ConfState
 	snapIndex uint64 // loop-owned: index of the latest local snapshot
@@ -90,6 +91,7 @@ func StartController(cfg ControllerConfig) (*Controller, error) {
 	c.clusterID.Store("")
 	c.met = newControllerMetrics(c.reg)
 	c.waits.init()
+	c.heard.init()
 	c.applied.init()
 	var seed [8]byte
 	_, _ = rand.Read(seed[:])

@@ -2,6 +2,7 @@ package roles
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -65,6 +66,24 @@ func (c *Controller) forwardToLeader(w http.ResponseWriter, r *http.Request, bod
 	_, _ = io.Copy(w, resp.Body)
 }
 
+// waitLeaderHTTP waits (bounded) until another controller leads and its
+// HTTP address is known, so a request can be replayed there.
+func (c *Controller) waitLeaderHTTP(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
+	defer cancel()
+	for ctx.Err() == nil {
+		if lead := c.leader.Load(); lead != 0 && lead != c.cfg.NodeID {
+			if _, addr := c.memberAddress(lead); addr != "" {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(c.cfg.TickInterval):
+		}
+	}
+}
+
 type controllerInfo struct {
 	ID            uint64 `json:"id"`
 	Address       string `json:"address"`
@@ -101,10 +120,9 @@ func (c *Controller) controllerList() []controllerInfo {
 			zero := int64(0)
 			ci.LastContactMS = &zero
 		} else {
-			pr := status.Progress[id]
-			ci.MatchIndex, ci.Reachable = pr.Match, pr.RecentActive
-			if ps := c.tr.PeerStatus(id); !ps.LastContact.IsZero() {
-				ms := time.Since(ps.LastContact).Milliseconds()
+			ci.MatchIndex, ci.Reachable = status.Progress[id].Match, c.reachable(status, id)
+			if heard := c.heard.get(id); !heard.IsZero() {
+				ms := time.Since(heard).Milliseconds()
 				ci.LastContactMS = &ms
 			}
 		}
@@ -159,6 +177,7 @@ func (c *Controller) handleRemoveController(w http.ResponseWriter, r *http.Reque
 	force := r.URL.Query().Get("force") == "true"
 	err = c.RemoveController(r.Context(), id, force)
 	if errors.Is(err, errLeadershipMoved) {
+		c.waitLeaderHTTP(r.Context())
 		c.forwardToLeader(w, r, body)
 		return
 	}

@@ -60,11 +60,13 @@ func (c *Controller) joinCluster() error {
 // clients and the dashboard can find every API endpoint.
 func (c *Controller) announceHTTP() {
 	addr := c.HTTPAddr()
-	for {
-		select {
-		case <-c.stopc:
-			return
-		case <-time.After(c.cfg.TickInterval * 5):
+	for first := true; ; first = false {
+		if !first {
+			select {
+			case <-c.stopc:
+				return
+			case <-time.After(c.cfg.TickInterval):
+			}
 		}
 		if c.leader.Load() == 0 {
 			continue

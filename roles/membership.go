@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"sort"
+	"sync"
 	"time"
 
 	"go.etcd.io/raft/v3"
@@ -154,7 +155,7 @@ func (c *Controller) checkRemovalKeepsQuorum(id uint64, voters map[uint64]bool, 
 			continue
 		}
 		remaining++
-		if v == c.cfg.NodeID || status.Progress[v].RecentActive {
+		if v == c.cfg.NodeID || c.reachable(status, v) {
 			reachable++
 		}
 	}
@@ -175,7 +176,7 @@ func (c *Controller) transferToBest(ctx context.Context, voters map[uint64]bool)
 	var bestMatch uint64
 	for v := range voters {
 		pr := status.Progress[v]
-		if v == c.cfg.NodeID || !pr.RecentActive {
+		if v == c.cfg.NodeID || !c.reachable(status, v) {
 			continue
 		}
 		if best == 0 || pr.Match > bestMatch || (pr.Match == bestMatch && v < best) {
@@ -297,11 +298,7 @@ func (c *Controller) quorumHealth() quorumHealth {
 		switch {
 		case v == c.cfg.NodeID:
 			h.Reachable++
-		case status.RaftState == raft.StateLeader:
-			if status.Progress[v].RecentActive {
-				h.Reachable++
-			}
-		case c.tr.PeerStatus(v).Connected:
+		case c.reachable(status, v):
 			h.Reachable++
 		}
 	}
@@ -367,4 +364,43 @@ func (c *Controller) applyMemberChange(st *metadata.State, idx uint64, cc *pb.Co
 		st.Apply(idx, nil)
 	}
 	return nil
+}
+
+// heardTracker remembers when each peer last sent us a raft message. Raft's
+// RecentActive lags by up to an election timeout, too slow for deciding
+// whether a removal is safe.
+type heardTracker struct {
+	mu   sync.Mutex
+	last map[uint64]time.Time
+}
+
+func (h *heardTracker) init() { h.last = map[uint64]time.Time{} }
+
+func (h *heardTracker) touch(id uint64) {
+	now := time.Now()
+	h.mu.Lock()
+	h.last[id] = now
+	h.mu.Unlock()
+}
+
+func (h *heardTracker) get(id uint64) time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.last[id]
+}
+
+// reachable reports whether peer id answered recently: within half an
+// election timeout (followers answer every heartbeat, one tick). A follower
+// hears only the leader, so for other followers it falls back to whether
+// its own QUIC connection is up.
+func (c *Controller) reachable(status raft.Status, id uint64) bool {
+	fresh := time.Duration(c.cfg.ElectionTicks/2) * c.cfg.TickInterval
+	heard := time.Since(c.heard.get(id)) < fresh
+	if status.RaftState == raft.StateLeader {
+		return heard && status.Progress[id].RecentActive
+	}
+	if id == status.Lead {
+		return heard
+	}
+	return c.tr.PeerStatus(id).Connected
 }

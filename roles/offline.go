@@ -85,12 +85,14 @@ func RestoreDataDir(dataDir string, nodeID uint64, peers map[uint64]string, b *B
 
 // RecoverResult says what RecoverDataDir did.
 type RecoverResult struct {
-	NodeID    uint64
-	Address   string
-	Index     uint64
-	Term      uint64
-	Discarded uint64 // uncommitted entries dropped
-	OldDir    string // where the previous raft log was moved
+	NodeID  uint64
+	Address string
+	Index   uint64
+	Term    uint64
+	// BeyondCommit counts kept entries past the last commit index this
+	// controller knew of: they may never have been committed.
+	BeyondCommit uint64
+	OldDir       string // where the previous raft log was moved
 }
 
 // RecoverDataDir rewrites a stopped controller's data dir so that it is the
@@ -164,11 +166,15 @@ func replayCommitted(st *raftlog.Store) (*RecoverResult, *metadata.State, *pb.Ha
 			return nil, nil, nil, fmt.Errorf("restore snapshot: %w", err)
 		}
 	}
+	// Every entry this controller holds is kept, not only those it knows
+	// to be committed: an entry past its persisted commit index may have
+	// been committed (and acknowledged) by the lost majority, and the
+	// commit index itself is written without fsync.
 	commit := hs.GetCommit()
 	last, _ := st.LastIndex()
 	res := &RecoverResult{NodeID: nodeID, Index: state.AppliedIndex()}
-	if commit > state.AppliedIndex() {
-		ents, err := st.Entries(state.AppliedIndex()+1, commit+1, ^uint64(0))
+	if last > state.AppliedIndex() {
+		ents, err := st.Entries(state.AppliedIndex()+1, last+1, ^uint64(0))
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("read committed entries: %w", err)
 		}
@@ -177,7 +183,7 @@ func replayCommitted(st *raftlog.Store) (*RecoverResult, *metadata.State, *pb.Ha
 				return nil, nil, nil, err
 			}
 		}
-		res.Index = commit
+		res.Index = last
 	}
 	if res.Index == 0 {
 		return nil, nil, nil, fmt.Errorf("nothing was ever committed in this data dir; start a new cluster instead")
@@ -186,7 +192,7 @@ func replayCommitted(st *raftlog.Store) (*RecoverResult, *metadata.State, *pb.Ha
 		return nil, nil, nil, fmt.Errorf("term of index %d: %w", res.Index, err)
 	}
 	if last > commit {
-		res.Discarded = last - commit
+		res.BeyondCommit = last - commit
 	}
 	return res, state, hs, nil
 }

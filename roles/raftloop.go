@@ -289,6 +289,7 @@ func (c *Controller) maybeSnapshot() error {
 
 // Process implements transport.Handler.
 func (c *Controller) Process(ctx context.Context, m *pb.Message) error {
+	c.heard.touch(m.GetFrom())
 	return c.node.Step(ctx, m)
 }
 
