@@ -54,6 +54,12 @@ func (s *State) applyCommand(c *Command) Result {
 		return s.applySetClusterID(c)
 	case OpSetMemberHTTP:
 		return s.applySetMemberHTTP(c)
+	case OpWorkerRegister:
+		return s.applyWorkerRegister(c)
+	case OpWorkerFence:
+		return s.applyWorkerTransition(c, WorkerFenced)
+	case OpWorkerLeave:
+		return s.applyWorkerTransition(c, WorkerLeft)
 	default:
 		// decodeCommand only lets an unknown op through when it carries
 		// IgnoreUnknownTypeFlag: skipping it is the proposer's documented

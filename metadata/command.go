@@ -88,6 +88,10 @@ var opNames = map[Op]string{
 	OpDelete:        "delete",
 	OpSetClusterID:  "set_cluster_id",
 	OpSetMemberHTTP: "set_member_http",
+	// Worker ops (20-29), see workers.go.
+	OpWorkerRegister: "worker_register",
+	OpWorkerFence:    "worker_fence",
+	OpWorkerLeave:    "worker_leave",
 }
 
 // Marshal encodes c as a v1 command record: version byte, op byte, uvarint

@@ -19,6 +19,12 @@ type extState struct {
 	Members map[uint64]*Member `json:"members,omitempty"`
 	// RemovedIDs are controller ids that may never be used again.
 	RemovedIDs []uint64 `json:"removed_ids,omitempty"`
+
+	// Workers are the registered workers, keyed by worker id (workers.go).
+	Workers map[string]*Worker `json:"workers,omitempty"`
+	// WorkersControllerEpoch is the highest leader term that committed a
+	// worker command; older leaders' worker commands are refused.
+	WorkersControllerEpoch uint64 `json:"workers_controller_epoch,omitempty"`
 }
 
 func (e *extState) empty() bool {
