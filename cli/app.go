@@ -32,6 +32,7 @@ func App() *cli.App {
 			benchCommand(),
 			controllerCommand(),
 			snapshotCommand(),
+			superviseCommand(),
 		},
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {

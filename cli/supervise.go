@@ -1,0 +1,49 @@
+package cli
+
+import (
+	"errors"
+	"os"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/corral-dev/corral/roles"
+)
+
+// superviseCommand is started by a worker for every allocation; it is not
+// meant to be run by hand (hidden from help).
+func superviseCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "supervise",
+		Hidden:    true,
+		Usage:     "run one task under a worker's supervision (started by the worker)",
+		ArgsUsage: "-- COMMAND [ARGS...]",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "stdout", Required: true, Usage: "stdout log file"},
+			&cli.StringFlag{Name: "stderr", Required: true, Usage: "stderr log file"},
+			&cli.StringFlag{Name: "workdir", Usage: "task working directory"},
+			&cli.Int64Flag{Name: "max-log-bytes", Value: 10 << 20, Usage: "size cap of each log file"},
+			&cli.IntFlag{Name: "keep-logs", Value: 3, Usage: "rotated log files kept"},
+			&cli.DurationFlag{Name: "refresh-timeout", Value: 2 * time.Second,
+				Usage: "kill the task when the worker sent no refresh for this long"},
+			&cli.DurationFlag{Name: "kill-timeout", Value: 5 * time.Second, Usage: "SIGTERM to SIGKILL grace on stop"},
+			&cli.DurationFlag{Name: "lost-grace", Value: time.Second, Usage: "SIGTERM to SIGKILL grace when supervision is lost"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() == 0 {
+				return errors.New("supervise needs a command after --")
+			}
+			code := roles.SuperviseMain(roles.SupervisorConfig{
+				Command: c.Args().First(), Args: c.Args().Tail(), Env: os.Environ(), Workdir: c.String("workdir"),
+				Stdout: c.String("stdout"), Stderr: c.String("stderr"),
+				MaxLogBytes: c.Int64("max-log-bytes"), KeepLogs: c.Int("keep-logs"),
+				RefreshTimeout: c.Duration("refresh-timeout"), KillTimeout: c.Duration("kill-timeout"),
+				LostGrace: c.Duration("lost-grace"),
+			})
+			if code != 0 {
+				return cli.Exit("", code)
+			}
+			return nil
+		},
+	}
+}
