@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/corral-dev/corral/client"
 	"github.com/corral-dev/corral/roles"
 )
 
@@ -30,6 +31,20 @@ func parseID(s string) (uint64, error) {
 		return 0, fmt.Errorf("controller id must be a positive integer, got %q", s)
 	}
 	return id, nil
+}
+
+// idAndClient checks a command's arguments (the first is a controller id)
+// and builds the API client.
+func idAndClient(c *cli.Context, nargs int) (uint64, *client.Client, error) {
+	if err := wantArgs(c, nargs); err != nil {
+		return 0, nil, err
+	}
+	id, err := parseID(c.Args().Get(0))
+	if err != nil {
+		return 0, nil, err
+	}
+	cl, err := newClient(c)
+	return id, cl, err
 }
 
 func controllerListCommand() *cli.Command {
@@ -83,14 +98,7 @@ func controllerAddCommand() *cli.Command {
 			&cli.DurationFlag{Name: "wait-timeout", Value: 2 * time.Minute, EnvVars: envVars("wait-timeout"),
 				Usage: "how long --wait waits"}),
 		Action: func(c *cli.Context) error {
-			if err := wantArgs(c, 2); err != nil {
-				return err
-			}
-			id, err := parseID(c.Args().Get(0))
-			if err != nil {
-				return err
-			}
-			cl, err := newClient(c)
+			id, cl, err := idAndClient(c, 2)
 			if err != nil {
 				return err
 			}
@@ -126,14 +134,7 @@ func controllerRemoveCommand() *cli.Command {
 		Flags: append(clientFlags(), &cli.BoolFlag{Name: "force", EnvVars: envVars("force"),
 			Usage: "remove even if the remaining voters would have no reachable majority"}),
 		Action: func(c *cli.Context) error {
-			if err := wantArgs(c, 1); err != nil {
-				return err
-			}
-			id, err := parseID(c.Args().Get(0))
-			if err != nil {
-				return err
-			}
-			cl, err := newClient(c)
+			id, cl, err := idAndClient(c, 1)
 			if err != nil {
 				return err
 			}
@@ -153,14 +154,7 @@ func controllerTransferCommand() *cli.Command {
 		ArgsUsage: "ID",
 		Flags:     clientFlags(),
 		Action: func(c *cli.Context) error {
-			if err := wantArgs(c, 1); err != nil {
-				return err
-			}
-			id, err := parseID(c.Args().Get(0))
-			if err != nil {
-				return err
-			}
-			cl, err := newClient(c)
+			id, cl, err := idAndClient(c, 1)
 			if err != nil {
 				return err
 			}
