@@ -33,6 +33,12 @@ func App() *cli.App {
 			controllerCommand(),
 			snapshotCommand(),
 			superviseCommand(),
+			lockCommand(),   // lock.go
+			electCommand(),  // lock.go
+			leaseCommand(),  // coord.go
+			watchCommand(),  // coord.go
+			workerCommand(), // worker.go
+			serviceCommand(),
 		},
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {

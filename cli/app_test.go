@@ -94,8 +94,16 @@ func TestUsageErrors(t *testing.T) {
 		{"bench ops", []string{"bench", "kv", "--ops", "put,scan"}, `unknown op "scan"`},
 		{"bench empty ops", []string{"bench", "kv", "--ops", ","}, "--ops is empty"},
 		{"bench args", []string{"bench", "kv", "extra"}, "takes no arguments"},
-		{"run worker", validRun(map[string]string{"role": "worker"}), "--role=worker is not implemented yet (see issue: workers)"},
-		{"run combined", validRun(map[string]string{"role": "combined"}), "--role=combined is not implemented yet"},
+		{"run worker bad labels", validRun(map[string]string{"role": "worker", "labels": "zone"}), "bad --labels"},
+		{"run worker bad id", validRun(map[string]string{"role": "worker", "node-id": "bad id!"}), "bad --node-id"},
+		{"run worker no controllers", validRun(map[string]string{"role": "worker", "controllers": ""}), "missing --controllers"},
+		{"run worker bad controllers", validRun(map[string]string{"role": "worker", "controllers": "nohost"}), "bad --controllers entry"},
+		{"run worker no tls", validRun(map[string]string{"role": "worker", "tls-dir": ""}), "missing --tls-dir"},
+		{"run worker no data dir", validRun(map[string]string{"role": "worker", "data-dir": ""}), "missing --data-dir"},
+		{"run worker zero heartbeat", validRun(map[string]string{"role": "worker", "heartbeat-interval": "0s"}), "--heartbeat-interval must be positive"},
+		{"run worker negative cpu", validRun(map[string]string{"role": "worker", "cpu": "-1"}), "must not be negative"},
+		{"run combined zero session timeout", validRun(map[string]string{"role": "combined", "session-timeout": "0s"}), "--session-timeout must be positive"},
+		{"run combined bad labels", validRun(map[string]string{"role": "combined", "labels": "=x"}), "bad --labels"},
 		{"run unknown role", validRun(map[string]string{"role": "boss"}), `unknown --role "boss"`},
 		{"run no role", validRun(map[string]string{"role": ""}), "missing --role"},
 		{"run no node id", validRun(map[string]string{"node-id": ""}), "missing --node-id"},
@@ -125,8 +133,8 @@ func TestUsageErrors(t *testing.T) {
 
 func TestRoleFromEnv(t *testing.T) {
 	t.Setenv("CORRAL_ROLE", "worker")
-	_, _, err := run(t, validRun(map[string]string{"role": ""})...)
-	require.ErrorContains(t, err, "--role=worker is not implemented yet")
+	_, _, err := run(t, validRun(map[string]string{"role": "", "labels": "nokey"})...)
+	require.ErrorContains(t, err, "bad --labels") // only the worker role reads --labels
 }
 
 func TestNoArgsShowsHelp(t *testing.T) {

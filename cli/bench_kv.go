@@ -22,10 +22,12 @@ const maxBenchValueSize = 1 << 20 // the API's value limit
 
 func benchCommand() *cli.Command {
 	return &cli.Command{
-		Name:        "bench",
-		Usage:       "measure a running cluster",
-		Subcommands: []*cli.Command{benchKVCommand()},
-		Action:      groupCommand("bench", "kv"),
+		Name:   "bench",
+		Usage:  "measure a running cluster",
+		Action: groupCommand("bench", "kv", "lock", "watch", "lease", "workers"),
+		Subcommands: []*cli.Command{
+			benchKVCommand(), benchLockCommand(), benchWatchCommand(), benchLeaseCommand(), benchWorkersCommand(),
+		},
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -25,9 +26,9 @@ func runCommand() *cli.Command {
 			"Create --tls-dir with 'corral certs create'. Stops cleanly on SIGINT or SIGTERM.",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "role", EnvVars: envVars("role"),
-				Usage: "controller, worker or combined (only controller is implemented)"},
-			&cli.Uint64Flag{Name: "node-id", EnvVars: envVars("node-id"),
-				Usage: "this node's id: a positive integer, listed in --controllers, never reused"},
+				Usage: "controller, worker or combined (a controller and a worker in one process: for development and very small clusters)"},
+			&cli.StringFlag{Name: "node-id", EnvVars: envVars("node-id"),
+				Usage: "controller: a positive integer listed in --controllers, never reused; worker: its id (default: kept in --data-dir, generated on first start)"},
 			&cli.StringFlag{Name: "data-dir", EnvVars: envVars("data-dir"),
 				Usage: "directory for the raft log and snapshots"},
 			&cli.StringFlag{Name: "cluster-addr", EnvVars: envVars("cluster-addr"),
@@ -54,7 +55,7 @@ func runCommand() *cli.Command {
 				Usage: "raft tick; elections take 10 ticks, heartbeats 1"},
 			&cli.DurationFlag{Name: "request-timeout", Value: 5 * time.Second, EnvVars: envVars("request-timeout"),
 				Usage: "how long a write or linearizable read may wait before answering 503 timeout"},
-		}, logFlags()...),
+		}, append(workerRunFlags(), logFlags()...)...),
 		Action: runAction,
 	}
 }
@@ -67,18 +68,22 @@ func controllerConfig(c *cli.Context) (roles.ControllerConfig, error) {
 		return cfg, err
 	}
 	switch role := c.String("role"); role {
-	case "controller":
-	case "worker", "combined":
-		return cfg, fmt.Errorf("--role=%s is not implemented yet (see issue: workers); use --role=controller", role)
+	case "controller", "combined":
+	case "worker":
+		return cfg, errors.New("--role=worker runs no controller")
 	case "":
-		return cfg, errors.New("missing --role: use --role=controller")
+		return cfg, errors.New("missing --role: use --role=controller, --role=worker or --role=combined")
 	default:
-		return cfg, fmt.Errorf("unknown --role %q: use controller (worker and combined are not implemented yet)", role)
+		return cfg, fmt.Errorf("unknown --role %q: use controller, worker or combined", role)
 	}
-	cfg.NodeID = c.Uint64("node-id")
-	if cfg.NodeID == 0 {
+	if c.String("node-id") == "" {
 		return cfg, errors.New("missing --node-id: give this controller's id as listed in --controllers, e.g. --node-id 1")
 	}
+	id, err := strconv.ParseUint(c.String("node-id"), 10, 64)
+	if err != nil || id == 0 {
+		return cfg, fmt.Errorf("invalid value %q for --node-id: a controller's id is a positive integer, as listed in --controllers", c.String("node-id"))
+	}
+	cfg.NodeID = id
 	cfg.DataDir = c.String("data-dir")
 	if cfg.DataDir == "" {
 		return cfg, errors.New("missing --data-dir: where this controller keeps its raft log, e.g. --data-dir data/node1")
@@ -87,7 +92,6 @@ func controllerConfig(c *cli.Context) (roles.ControllerConfig, error) {
 	if cfg.HTTPAddr == "" {
 		return cfg, errors.New("missing --http-addr: where to serve the API, e.g. --http-addr 127.0.0.1:8080")
 	}
-	var err error
 	if cfg.Join = splitList(c.String("join")); len(cfg.Join) > 0 {
 		if c.String("cluster-addr") == "" {
 			return cfg, errors.New("--join needs --cluster-addr: the HOST:PORT other controllers reach this one on (the address given to 'corral controller add')")
@@ -127,17 +131,43 @@ func controllerConfig(c *cli.Context) (roles.ControllerConfig, error) {
 	if cfg.RequestTimeout <= 0 {
 		return cfg, errors.New("--request-timeout must be positive, e.g. 5s")
 	}
+	cfg.SessionTimeout = c.Duration("session-timeout")
+	if cfg.SessionTimeout <= 0 {
+		return cfg, errors.New("--session-timeout must be positive, e.g. 5s")
+	}
 	cfg.Logger, err = newLogger(c, c.App.ErrWriter)
 	return cfg, err
 }
 
 func runAction(c *cli.Context) error {
+	if c.String("role") == "worker" {
+		wcfg, err := workerConfig(c, false)
+		if err != nil {
+			return err
+		}
+		ctx, stop := signalContext(c.Context)
+		defer stop()
+		if err := roles.RunWorker(ctx, wcfg); err != nil {
+			return fmt.Errorf("worker: %w", err)
+		}
+		return nil
+	}
 	cfg, err := controllerConfig(c)
 	if err != nil {
 		return err
 	}
 	ctx, stop := signalContext(c.Context)
 	defer stop()
+	if c.String("role") == "combined" {
+		wcfg, err := workerConfig(c, true)
+		if err != nil {
+			return err
+		}
+		if err := roles.RunCombined(ctx, cfg, wcfg); err != nil {
+			return fmt.Errorf("combined node %d: %w", cfg.NodeID, err)
+		}
+		return nil
+	}
 	if err := roles.RunController(ctx, cfg); err != nil {
 		return fmt.Errorf("controller %d: %w", cfg.NodeID, err)
 	}

@@ -19,15 +19,15 @@ func superviseCommand() *cli.Command {
 		Usage:     "run one task under a worker's supervision (started by the worker)",
 		ArgsUsage: "-- COMMAND [ARGS...]",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "stdout", Required: true, Usage: "stdout log file"},
-			&cli.StringFlag{Name: "stderr", Required: true, Usage: "stderr log file"},
-			&cli.StringFlag{Name: "workdir", Usage: "task working directory"},
-			&cli.Int64Flag{Name: "max-log-bytes", Value: 10 << 20, Usage: "size cap of each log file"},
-			&cli.IntFlag{Name: "keep-logs", Value: 3, Usage: "rotated log files kept"},
-			&cli.DurationFlag{Name: "refresh-timeout", Value: 2 * time.Second,
+			&cli.StringFlag{Name: "stdout", EnvVars: envVars("stdout"), Required: true, Usage: "stdout log file"},
+			&cli.StringFlag{Name: "stderr", EnvVars: envVars("stderr"), Required: true, Usage: "stderr log file"},
+			&cli.StringFlag{Name: "workdir", EnvVars: envVars("workdir"), Usage: "task working directory"},
+			&cli.Int64Flag{Name: "max-log-bytes", EnvVars: envVars("max-log-bytes"), Value: 10 << 20, Usage: "size cap of each log file"},
+			&cli.IntFlag{Name: "keep-logs", EnvVars: envVars("keep-logs"), Value: 3, Usage: "rotated log files kept"},
+			&cli.DurationFlag{Name: "refresh-timeout", EnvVars: envVars("refresh-timeout"), Value: 2 * time.Second,
 				Usage: "kill the task when the worker sent no refresh for this long"},
-			&cli.DurationFlag{Name: "kill-timeout", Value: 5 * time.Second, Usage: "SIGTERM to SIGKILL grace on stop"},
-			&cli.DurationFlag{Name: "lost-grace", Value: time.Second, Usage: "SIGTERM to SIGKILL grace when supervision is lost"},
+			&cli.DurationFlag{Name: "kill-timeout", EnvVars: envVars("kill-timeout"), Value: 5 * time.Second, Usage: "SIGTERM to SIGKILL grace on stop"},
+			&cli.DurationFlag{Name: "lost-grace", EnvVars: envVars("lost-grace"), Value: time.Second, Usage: "SIGTERM to SIGKILL grace when supervision is lost"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() == 0 {

@@ -25,16 +25,24 @@ type ClusterStatus struct {
 	CommitIndex  uint64
 	AppliedIndex uint64
 	Controllers  []Controller
+	// NodeID is the controller that answered and PID its process id (for tools that measure a local leader).
+	NodeID uint64
+	PID    int
+	// Workers counts workers per state (alive, suspect, fenced, draining, left).
+	Workers map[string]int
 }
 
 // Cluster returns the cluster's membership and raft progress as seen by the first endpoint that answers.
 func (c *Client) Cluster(ctx context.Context) (*ClusterStatus, error) {
 	var out struct {
-		ClusterID    string `json:"cluster_id"`
-		LeaderID     uint64 `json:"leader_id"`
-		Term         uint64 `json:"term"`
-		CommitIndex  uint64 `json:"commit_index"`
-		AppliedIndex uint64 `json:"applied_index"`
+		ClusterID    string         `json:"cluster_id"`
+		LeaderID     uint64         `json:"leader_id"`
+		Term         uint64         `json:"term"`
+		CommitIndex  uint64         `json:"commit_index"`
+		AppliedIndex uint64         `json:"applied_index"`
+		NodeID       uint64         `json:"node_id"`
+		PID          int            `json:"pid"`
+		Workers      map[string]int `json:"workers"`
 		Controllers  []struct {
 			ID         uint64 `json:"id"`
 			Address    string `json:"address"`
@@ -52,6 +60,9 @@ func (c *Client) Cluster(ctx context.Context) (*ClusterStatus, error) {
 		Term:         out.Term,
 		CommitIndex:  out.CommitIndex,
 		AppliedIndex: out.AppliedIndex,
+		NodeID:       out.NodeID,
+		PID:          out.PID,
+		Workers:      out.Workers,
 		Controllers:  make([]Controller, len(out.Controllers)),
 	}
 	for i, ct := range out.Controllers {

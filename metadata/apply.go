@@ -60,6 +60,18 @@ func (s *State) applyCommand(c *Command) Result {
 		return s.applyWorkerTransition(c, WorkerFenced)
 	case OpWorkerLeave:
 		return s.applyWorkerTransition(c, WorkerLeft)
+	case OpLeaseGrant:
+		return s.applyLeaseGrant(c)
+	case OpLeaseRevoke:
+		return s.applyLeaseRevoke(c)
+	case OpPutLease:
+		return s.applyPutLease(c)
+	case OpLockAcquire:
+		return s.applyLockAcquire(c)
+	case OpLockRelease:
+		return s.applyLockRelease(c)
+	case OpDeleteSystem:
+		return s.applyDeleteSystem(c)
 	default:
 		// decodeCommand only lets an unknown op through when it carries
 		// IgnoreUnknownTypeFlag: skipping it is the proposer's documented
@@ -101,15 +113,13 @@ func (s *State) applyPut(c *Command) Result {
 	if res, ok := s.compare(c, cur, exists); !ok {
 		return res
 	}
-	s.revision++
-	// c.Value is owned by c (decodeCommand copies it out of the entry).
-	it := item{key: c.Key, value: c.Value, create: s.revision, mod: s.revision, version: 1}
-	if exists {
-		it.create = cur.create
-		it.version = cur.version + 1
-	}
-	s.kvs.ReplaceOrInsert(it)
-	return Result{Revision: s.revision}
+	// c.Value is owned by c (decodeCommand copies it out of the entry). A
+	// plain put detaches the key from its lease (etcd semantics).
+	var res Result
+	s.putItem(c.Key, c.Value, cur, exists, 0, &res)
+	s.detachLease(c.Key)
+	res.Revision = s.revision
+	return res
 }
 
 // applyDelete removes the key. Only a delete that removed something bumps
@@ -125,9 +135,11 @@ func (s *State) applyDelete(c *Command) Result {
 	if !exists {
 		return Result{Revision: s.revision}
 	}
-	s.revision++
-	s.kvs.Delete(cur)
-	return Result{Revision: s.revision, Deleted: 1}
+	res := Result{Deleted: 1}
+	s.deleteItem(c.Key, s.ext.KeyLeases[c.Key], &res)
+	s.detachLease(c.Key)
+	res.Revision = s.revision
+	return res
 }
 
 // applySetClusterID records the cluster id if none is set (first writer

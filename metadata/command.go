@@ -92,6 +92,13 @@ var opNames = map[Op]string{
 	OpWorkerRegister: "worker_register",
 	OpWorkerFence:    "worker_fence",
 	OpWorkerLeave:    "worker_leave",
+	// Coordination ops (30-49), see coord.go.
+	OpLeaseGrant:   "lease_grant",
+	OpLeaseRevoke:  "lease_revoke",
+	OpPutLease:     "put_lease",
+	OpLockAcquire:  "lock_acquire",
+	OpLockRelease:  "lock_release",
+	OpDeleteSystem: "delete_system",
 }
 
 // Marshal encodes c as a v1 command record: version byte, op byte, uvarint

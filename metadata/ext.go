@@ -25,6 +25,15 @@ type extState struct {
 	// WorkersControllerEpoch is the highest leader term that committed a
 	// worker command; older leaders' worker commands are refused.
 	WorkersControllerEpoch uint64 `json:"workers_controller_epoch,omitempty"`
+
+	// Leases are the live leases by id; LeaseNextID is the last id granted
+	// (coord.go).
+	Leases      map[int64]*Lease `json:"leases,omitempty"`
+	LeaseNextID int64            `json:"lease_next_id,omitempty"`
+	// KeyLeases maps each ephemeral key to its lease.
+	KeyLeases map[string]int64 `json:"key_leases,omitempty"`
+	// Locks are the held or awaited locks by key.
+	Locks map[string]*Lock `json:"locks,omitempty"`
 }
 
 func (e *extState) empty() bool {
@@ -46,6 +55,9 @@ func decodeExt(p []byte) (extState, error) {
 	var e extState
 	if err := json.Unmarshal(p, &e); err != nil {
 		return extState{}, corrupt("ext section: %v", err)
+	}
+	if err := e.checkCoord(); err != nil {
+		return extState{}, err
 	}
 	return e, nil
 }

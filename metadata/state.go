@@ -21,6 +21,11 @@ type Result struct {
 	Revision int64 // store revision after apply (or current revision on failure)
 	Deleted  int64 // for deletes: 1 if the key existed, else 0
 	Err      error // *CompareError (Is ErrCompareFailed), ErrInvalid, ErrMalformed, ErrUnknownOp, ...
+	// Events are the key changes the entry made, in revision order (one
+	// revision each), for watches (coord.go).
+	Events []Event
+	// Out is an op-specific answer (LeaseGrant, LockStatus, ...).
+	Out any
 }
 
 // item is the stored form of a KV. Stored values are never mutated in place:

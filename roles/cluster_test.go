@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.etcd.io/raft/v3"
 
 	"github.com/corral-dev/corral/metadata"
 	"github.com/corral-dev/corral/transport"
@@ -92,8 +93,10 @@ func (mc *memCluster) watchLeaders() {
 		}
 		mc.mu.Lock()
 		for id, c := range mc.nodes {
-			if c.isLeader.Load() {
-				term := c.node.Status().GetTerm()
+			// One Status call gives a consistent (role, term) pair; mixing
+			// our published flag with a fresh term would misattribute.
+			if st := c.node.Status(); st.RaftState == raft.StateLeader {
+				term := st.GetTerm()
 				if mc.leaders[term] == nil {
 					mc.leaders[term] = map[uint64]bool{}
 				}

@@ -69,6 +69,17 @@ type ControllerConfig struct {
 	// Transport, when set, replaces QUIC (in-process tests use the
 	// in-memory network).
 	Transport transport.Transport
+	// SessionTimeout is how long the leader waits without a heartbeat
+	// before it fences a worker (default DefaultSessionTimeout).
+	SessionTimeout time.Duration
+	// WorkerListener, when set, is where workers connect (in-process tests
+	// use MemNetwork.ListenStreams); nil serves ALPNWorker on the QUIC
+	// cluster listener, or no workers with an injected Transport.
+	WorkerListener transport.StreamListener
+
+	// testApplyHook, when set, runs before every batch of committed entries
+	// is applied; tests block it to stand for a slow apply path.
+	testApplyHook func()
 }
 
 // Defaults fills unset fields with their documented defaults.
@@ -93,6 +104,9 @@ func (c *ControllerConfig) Defaults() {
 	}
 	if c.RequestTimeout == 0 {
 		c.RequestTimeout = 5 * time.Second
+	}
+	if c.SessionTimeout == 0 {
+		c.SessionTimeout = DefaultSessionTimeout
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

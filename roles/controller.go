@@ -60,6 +60,11 @@ type Controller struct {
 	// leaderHooks run on the raft loop when this controller gains or loses
 	// leadership (term is the new term); they must not block.
 	leaderHooks []func(isLeader bool, term uint64)
+	workers     *sessionManager // worker sessions (sessions.go)
+	lessor      *lessor         // lease deadlines while leading (leases.go)
+	hub         *watchHub       // watch history and fan-out (watch.go)
+
+	leasesExpired prometheus.Counter // leases.go
 
 	http    *http.Server
 	httpLn  net.Listener
@@ -121,9 +126,17 @@ func StartController(cfg ControllerConfig) (*Controller, error) {
 		return nil, fmt.Errorf("start controller transport: %w", err)
 	}
 	c.reads = newReadLoop(c)
+	c.startCoord()
+	if err := c.startWorkerSessions(); err != nil {
+		c.node.Stop()
+		c.tr.Close()
+		c.store.Close()
+		return nil, err
+	}
 	go c.run()
 	go c.reads.run()
 	go c.promoteLoop()
+	go c.expireLoop() // leases.go
 	if cfg.HTTPAddr != "" {
 		if err := c.startHTTP(); err != nil {
 			c.Close()
@@ -308,6 +321,7 @@ func (c *Controller) currentConfState() *pb.ConfState {
 // Close stops the HTTP server, raft and the transport, then closes the log.
 func (c *Controller) Close() error {
 	c.closeMu.Do(func() {
+		c.hub.close() // end watch streams first (watch.go)
 		if c.http != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			_ = c.http.Shutdown(ctx)
@@ -315,6 +329,7 @@ func (c *Controller) Close() error {
 		}
 		close(c.stopc)
 		<-c.done
+		c.workers.close() // after the raft loop: no leadership hook runs any more
 		c.node.Stop()
 		_ = c.tr.Close()
 		_ = c.store.Close()

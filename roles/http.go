@@ -128,12 +128,15 @@ func (c *Controller) Handler() http.Handler {
 	mux.HandleFunc("PUT /v1/kv/{key...}", c.handlePut)
 	mux.HandleFunc("GET /v1/kv/{key...}", c.handleGet)
 	mux.HandleFunc("DELETE /v1/kv/{key...}", c.handleDelete)
-	mux.HandleFunc("GET /v1/cluster", c.handleCluster)
+	mux.HandleFunc("GET /v1/cluster", c.handleClusterWithWorkers)
+	mux.HandleFunc("GET /v1/workers", c.handleWorkers)
+	mux.HandleFunc("GET /v1/workers/{id}", c.handleWorker)
 	mux.HandleFunc("GET /v1/controllers", c.leaderOnly(c.handleListControllers))
 	mux.HandleFunc("POST /v1/controllers", c.leaderOnly(c.handleAddController))
 	mux.HandleFunc("DELETE /v1/controllers/{id}", c.leaderOnly(c.handleRemoveController))
 	mux.HandleFunc("POST /v1/controllers/{id}/transfer-leader", c.leaderOnly(c.handleTransferLeader))
 	mux.HandleFunc("GET /v1/snapshot", c.handleSnapshot)
+	c.registerCoordRoutes(mux) // leases, watches, locks, elections, services (http_coord.go)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, &apiError{Code: "not_found",
 			Message: fmt.Sprintf("no route for %s %s; see docs/API.md", r.Method, r.URL.Path)})
@@ -166,6 +169,10 @@ func (s *statusRecorder) WriteHeader(code int) {
 	s.status = code
 	s.ResponseWriter.WriteHeader(code)
 }
+
+// Unwrap lets http.ResponseController reach the connection (full-duplex
+// keep-alive streams).
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 func (s *statusRecorder) Flush() {
 	if f, ok := s.ResponseWriter.(http.Flusher); ok {

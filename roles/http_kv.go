@@ -64,8 +64,12 @@ func queryInt(r *http.Request, name string) (int64, bool, error) {
 }
 
 func (c *Controller) handlePut(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Query().Has("lease") {
+		c.handlePutLease(w, r) // ephemeral key (http_coord.go)
+		return
+	}
 	key := r.PathValue("key")
-	if err := validateKey(key); err != nil {
+	if err := writableKey(key); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -93,7 +97,7 @@ func (c *Controller) handlePut(w http.ResponseWriter, r *http.Request) {
 
 func (c *Controller) handleDelete(w http.ResponseWriter, r *http.Request) {
 	key := r.PathValue("key")
-	if err := validateKey(key); err != nil {
+	if err := writableKey(key); err != nil {
 		writeError(w, err)
 		return
 	}

@@ -145,6 +145,7 @@ func (c *Controller) installSnapshot(snap *pb.Snapshot) error {
 		return fmt.Errorf("install snapshot at index %d: state machine says it is at %d", idx, st.AppliedIndex())
 	}
 	c.state.Store(st)
+	c.hub.reset(st.Revision())
 	c.snapIndex = idx
 	c.setConfState(snap.GetMetadata().GetConfState())
 	c.syncPeers(snap.GetMetadata().GetConfState())
@@ -162,6 +163,9 @@ func (c *Controller) applyEntries(ents []*pb.Entry) error {
 	if len(ents) == 0 {
 		return nil
 	}
+	if c.cfg.testApplyHook != nil {
+		c.cfg.testApplyHook()
+	}
 	start := time.Now()
 	st := c.state.Load()
 	var last uint64
@@ -173,6 +177,7 @@ func (c *Controller) applyEntries(ents []*pb.Entry) error {
 		switch e.GetType() {
 		case pb.EntryType_EntryNormal:
 			id, res := st.Apply(idx, e.GetData())
+			c.hub.publish(res.Events)
 			if errors.Is(res.Err, metadata.ErrUnknownOp) || errors.Is(res.Err, metadata.ErrUnsupportedVersion) {
 				// A newer binary wrote this entry; applying around it would
 				// diverge from the controllers that understand it.

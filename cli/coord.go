@@ -1,0 +1,167 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/urfave/cli/v2"
+)
+
+func leaseCommand() *cli.Command {
+	idArg := func(c *cli.Context) (int64, error) {
+		if err := wantArgs(c, 1); err != nil {
+			return 0, err
+		}
+		id, err := strconv.ParseInt(c.Args().First(), 10, 64)
+		if err != nil || id <= 0 {
+			return 0, fmt.Errorf("lease id must be a positive integer, got %q", c.Args().First())
+		}
+		return id, nil
+	}
+	return &cli.Command{
+		Name:  "lease",
+		Usage: "grant, inspect, keep alive and revoke leases (sessions for ephemeral keys and locks)",
+		Description: "   corral lease grant 30s\n" +
+			"   corral lease show 7\n   corral lease keepalive 7\n   corral lease revoke 7",
+		Action: groupCommand("lease", "grant", "show", "keepalive", "revoke"),
+		Subcommands: []*cli.Command{
+			{
+				Name: "grant", Usage: "create a lease with TTL and print its id", ArgsUsage: "TTL", Flags: clientFlags(),
+				Action: func(c *cli.Context) error {
+					if err := wantArgs(c, 1); err != nil {
+						return err
+					}
+					ttl, err := time.ParseDuration(c.Args().First())
+					if err != nil {
+						return fmt.Errorf("TTL must be a duration like 30s, got %q", c.Args().First())
+					}
+					cl, err := newClient(c)
+					if err != nil {
+						return err
+					}
+					l, err := cl.Grant(c.Context, ttl)
+					if err != nil {
+						return explain("grant lease", err)
+					}
+					_, err = fmt.Fprintln(c.App.Writer, l.ID)
+					return err
+				},
+			},
+			{
+				Name: "show", Usage: "print a lease's TTL, remaining time, keys and locks as JSON", ArgsUsage: "ID", Flags: clientFlags(),
+				Action: func(c *cli.Context) error {
+					id, err := idArg(c)
+					if err != nil {
+						return err
+					}
+					cl, err := newClient(c)
+					if err != nil {
+						return err
+					}
+					l, err := cl.TimeToLive(c.Context, id)
+					if err != nil {
+						return explain(fmt.Sprintf("show lease %d", id), err)
+					}
+					enc := json.NewEncoder(c.App.Writer)
+					enc.SetIndent("", "  ")
+					return enc.Encode(map[string]any{"id": l.ID, "ttl": l.TTL.String(), "remaining": l.Remaining.String(),
+						"keys": l.Keys, "locks": l.Locks})
+				},
+			},
+			{
+				Name: "keepalive", Usage: "refresh a lease once", ArgsUsage: "ID", Flags: clientFlags(),
+				Action: func(c *cli.Context) error {
+					id, err := idArg(c)
+					if err != nil {
+						return err
+					}
+					cl, err := newClient(c)
+					if err != nil {
+						return err
+					}
+					return explain(fmt.Sprintf("keep lease %d alive", id), cl.KeepAliveOnce(c.Context, id))
+				},
+			},
+			{
+				Name: "revoke", Usage: "end a lease now: delete its keys, release its locks", ArgsUsage: "ID", Flags: clientFlags(),
+				Action: func(c *cli.Context) error {
+					id, err := idArg(c)
+					if err != nil {
+						return err
+					}
+					cl, err := newClient(c)
+					if err != nil {
+						return err
+					}
+					if err := cl.Revoke(c.Context, id); err != nil {
+						return explain(fmt.Sprintf("revoke lease %d", id), err)
+					}
+					return nil
+				},
+			},
+		},
+	}
+}
+
+func watchCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "watch",
+		Usage:     "print changes to keys under PREFIX as JSON lines until interrupted",
+		ArgsUsage: "PREFIX",
+		Flags: append(clientFlags(),
+			&cli.Int64Flag{Name: "from-revision", EnvVars: envVars("from-revision"),
+				Usage: "start at this revision (0: only changes from now on)"}),
+		Action: func(c *cli.Context) error {
+			if err := wantArgs(c, 1); err != nil {
+				return err
+			}
+			cl, err := newClient(c)
+			if err != nil {
+				return err
+			}
+			w := cl.Watch(c.Context, c.Args().First(), c.Int64("from-revision"))
+			enc := json.NewEncoder(c.App.Writer)
+			for ev := range w.Events() {
+				if err := enc.Encode(map[string]any{"type": ev.Type, "key": ev.Key, "value": printable(string(ev.Value), 1<<20),
+					"mod_revision": ev.ModRevision, "lease": ev.Lease}); err != nil {
+					return err
+				}
+			}
+			if err := w.Err(); err != nil && c.Context.Err() == nil {
+				return explain("watch", err)
+			}
+			return nil
+		},
+	}
+}
+
+func serviceCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "service",
+		Usage: "list the live instances of a service (corral-worker: the alive workers with their load)",
+		Description: "   corral service ls master\n   corral service ls corral-worker\n" +
+			"Instances register with PUT /v1/services/{name}/{instance}?lease=ID or the Go client's Register.",
+		Action: groupCommand("service", "ls"),
+		Subcommands: []*cli.Command{{
+			Name: "ls", Usage: "print a service's live instances as JSON", ArgsUsage: "NAME", Flags: clientFlags(),
+			Action: func(c *cli.Context) error {
+				if err := wantArgs(c, 1); err != nil {
+					return err
+				}
+				cl, err := newClient(c)
+				if err != nil {
+					return err
+				}
+				inst, rev, err := cl.Instances(c.Context, c.Args().First())
+				if err != nil {
+					return explain("list service "+c.Args().First(), err)
+				}
+				enc := json.NewEncoder(c.App.Writer)
+				enc.SetIndent("", "  ")
+				return enc.Encode(map[string]any{"service": c.Args().First(), "instances": inst, "revision": rev})
+			},
+		}},
+	}
+}

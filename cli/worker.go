@@ -1,0 +1,191 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/corral-dev/corral/client"
+	"github.com/corral-dev/corral/roles"
+)
+
+// workerRunFlags are `corral run` flags used by --role=worker and --role=combined.
+func workerRunFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "labels", EnvVars: envVars("labels"),
+			Usage: "worker labels as KEY=VALUE,..., e.g. zone=a,gpu=yes"},
+		&cli.Int64Flag{Name: "cpu", EnvVars: envVars("cpu"),
+			Usage: "worker CPU capacity in millicores (default: all CPUs of the machine)"},
+		&cli.Int64Flag{Name: "memory", EnvVars: envVars("memory"),
+			Usage: "worker memory capacity in MB (default: the machine's memory)"},
+		&cli.DurationFlag{Name: "heartbeat-interval", Value: roles.DefaultHeartbeatInterval, EnvVars: envVars("heartbeat-interval"),
+			Usage: "time between a worker's heartbeats"},
+		&cli.StringFlag{Name: "worker-http-addr", EnvVars: envVars("worker-http-addr"),
+			Usage: "combined role: HOST:PORT for the worker's /healthz, /readyz and /metrics (--http-addr is the API)"},
+		&cli.DurationFlag{Name: "session-timeout", Value: roles.DefaultSessionTimeout, EnvVars: envVars("session-timeout"),
+			Usage: "controller: how long a worker may be silent before the leader fences it"},
+	}
+}
+
+// workerConfig turns run's flags into a WorkerConfig. For the combined role the controller's flags provide the
+// data dir, TLS dir and controllers, and the worker id is the controller's node id.
+func workerConfig(c *cli.Context, combined bool) (roles.WorkerConfig, error) {
+	var cfg roles.WorkerConfig
+	if err := wantArgs(c, 0); err != nil {
+		return cfg, err
+	}
+	cfg.ID = c.String("node-id")
+	if cfg.ID != "" {
+		if err := roles.ValidateWorkerID(cfg.ID); err != nil {
+			return cfg, fmt.Errorf("bad --node-id: %w", err)
+		}
+	}
+	cfg.DataDir = c.String("data-dir")
+	if cfg.DataDir == "" {
+		return cfg, errors.New("missing --data-dir: where this worker keeps its id, e.g. --data-dir data/worker1")
+	}
+	labels, err := roles.ParseLabels(c.String("labels"))
+	if err != nil {
+		return cfg, fmt.Errorf("bad --labels: %w", err)
+	}
+	if len(labels) > 0 {
+		cfg.Labels = labels
+	}
+	cfg.CPUMillis, cfg.MemoryMB = c.Int64("cpu"), c.Int64("memory")
+	if cfg.CPUMillis < 0 || cfg.MemoryMB < 0 {
+		return cfg, errors.New("--cpu and --memory must not be negative (0 means the machine's)")
+	}
+	cfg.HeartbeatInterval = c.Duration("heartbeat-interval")
+	if cfg.HeartbeatInterval <= 0 {
+		return cfg, errors.New("--heartbeat-interval must be positive, e.g. 1s")
+	}
+	if cfg.Logger, err = newLogger(c, c.App.ErrWriter); err != nil {
+		return cfg, err
+	}
+	if combined {
+		cfg.HTTPAddr = c.String("worker-http-addr")
+		return cfg, nil // the rest comes from the controller
+	}
+	cfg.HTTPAddr = c.String("http-addr")
+	if cfg.Controllers, err = parseControllerAddrs(c.String("controllers")); err != nil {
+		return cfg, err
+	}
+	cfg.TLSDir = c.String("tls-dir")
+	if cfg.TLSDir == "" {
+		return cfg, errors.New("missing --tls-dir: the controllers' CA with a node certificate (see 'corral certs create')")
+	}
+	return cfg, nil
+}
+
+// parseControllerAddrs accepts HOST:PORT,... and, so that one --controllers value serves every role,
+// ID@HOST:PORT,... (the ids are ignored).
+func parseControllerAddrs(s string) ([]string, error) {
+	var out []string
+	for _, part := range splitList(s) {
+		if _, addr, ok := strings.Cut(part, "@"); ok {
+			part = addr
+		}
+		if _, _, err := net.SplitHostPort(part); err != nil {
+			return nil, fmt.Errorf("bad --controllers entry %q: want HOST:PORT (the controllers' cluster addresses): %v", part, err)
+		}
+		out = append(out, part)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("missing --controllers: the controllers' cluster addresses, e.g. --controllers 127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003")
+	}
+	return out, nil
+}
+
+func workerCommand() *cli.Command {
+	return &cli.Command{
+		Name:        "worker",
+		Usage:       "inspect the cluster's workers",
+		Subcommands: []*cli.Command{workerListCommand()},
+		Action:      groupCommand("worker", "list"),
+	}
+}
+
+func workerListCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "list",
+		Usage: "list the workers with their state, epoch, last heartbeat, capacity and load",
+		Description: "Liveness (suspect, load, heartbeat age) is known to the leader only; a follower asks the leader, or\n" +
+			"says that it answered from replicated state. Example: corral worker list --state alive",
+		Flags: append(clientFlags(),
+			&cli.StringFlag{Name: "state", EnvVars: envVars("state"),
+				Usage: "only workers in this state: alive, suspect, fenced, draining or left"}),
+		Action: func(c *cli.Context) error {
+			if err := wantArgs(c, 0); err != nil {
+				return err
+			}
+			cl, err := newClient(c)
+			if err != nil {
+				return err
+			}
+			list, err := cl.Workers(c.Context, c.String("state"))
+			if err != nil {
+				return explain("list workers", err)
+			}
+			return printWorkers(c.App.Writer, list)
+		},
+	}
+}
+
+// printWorkers writes one row per worker: ID, state, epoch, heartbeat age, CPU and memory as used/capacity, tasks,
+// labels and addresses.
+func printWorkers(w io.Writer, list *client.WorkerList) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATE\tEPOCH\tLAST HEARTBEAT\tCPU (m)\tMEMORY (MB)\tTASKS\tLABELS\tADDRESSES")
+	for _, wk := range list.Workers {
+		age, cpu, mem, tasks := "-", fmt.Sprintf("-/%d", wk.Capacity.CPUMillis), fmt.Sprintf("-/%d", wk.Capacity.MemoryMB), "-"
+		if wk.LastHeartbeatAgeMS != nil {
+			age = formatAge(time.Duration(*wk.LastHeartbeatAgeMS) * time.Millisecond)
+		}
+		if wk.Load != nil {
+			cpu = fmt.Sprintf("%d/%d", wk.Load.CPUMillis, wk.Capacity.CPUMillis)
+			mem = fmt.Sprintf("%d/%d", wk.Load.MemoryMB, wk.Capacity.MemoryMB)
+			tasks = strconv.FormatUint(wk.Load.RunningTasks, 10)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", printable(wk.ID, 64), wk.State, wk.Epoch, age, cpu, mem,
+			tasks, orDash(formatLabels(wk.Labels)), orDash(strings.Join(wk.Addresses, ",")))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(list.Workers) == 0 {
+		fmt.Fprintln(w, "(no workers)")
+	}
+	if list.Source != "leader" {
+		_, err := fmt.Fprintln(w, "\n(answered from replicated state: liveness and load are known to the leader only)")
+		return err
+	}
+	return nil
+}
+
+func formatAge(d time.Duration) string {
+	if d < 10*time.Second {
+		return d.Round(time.Millisecond).String() + " ago"
+	}
+	return d.Round(time.Second).String() + " ago"
+}
+
+func formatLabels(l map[string]string) string {
+	keys := make([]string, 0, len(l))
+	for k := range l {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, printable(k+"="+l[k], 64))
+	}
+	return strings.Join(parts, ",")
+}

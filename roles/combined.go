@@ -1,0 +1,53 @@
+package roles
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// RunCombined runs a controller and a worker in one process until ctx
+// ends: for development and very small clusters, where a separate worker
+// machine is not worth it. The worker connects to the controllers like any
+// other (over QUIC, its own session) and leaves before the controller
+// stops. wcfg.Controllers defaults to the controllers' cluster addresses,
+// this one's first; its metrics join the controller's registry.
+func RunCombined(ctx context.Context, ccfg ControllerConfig, wcfg WorkerConfig) error {
+	c, err := StartController(ccfg)
+	if err != nil {
+		return err
+	}
+	if len(wcfg.Controllers) == 0 {
+		wcfg.Controllers = append(wcfg.Controllers, c.cfg.Peers[c.cfg.NodeID])
+		for _, id := range sortedIDs(c.cfg.Peers) {
+			if id != c.cfg.NodeID {
+				wcfg.Controllers = append(wcfg.Controllers, c.cfg.Peers[id])
+			}
+		}
+	}
+	if wcfg.DataDir == "" {
+		wcfg.DataDir = ccfg.DataDir
+	}
+	if wcfg.TLSDir == "" {
+		wcfg.TLSDir = ccfg.TLSDir
+	}
+	if wcfg.Registry == nil {
+		wcfg.Registry = c.Registry()
+	}
+	if wcfg.Logger == nil {
+		wcfg.Logger = ccfg.Logger
+	}
+	w, err := StartWorker(wcfg)
+	if err != nil {
+		c.Close()
+		return fmt.Errorf("start worker: %w", err)
+	}
+	var failed error
+	select {
+	case <-ctx.Done():
+	case failed = <-c.Failed():
+	}
+	werr := w.Close() // leave while the controller can still commit it
+	c.Close()
+	return errors.Join(failed, werr)
+}

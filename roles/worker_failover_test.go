@@ -1,0 +1,221 @@
+package roles
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+
+	"github.com/corral-dev/corral/metadata"
+)
+
+func TestWorker_LeaderFailoverFencesNoLiveWorkerButFencesOneKilledDuringIt(t *testing.T) {
+	wc := newWorkerCluster(t, 3, nil)
+	var live []*testWorker
+	for range 4 {
+		live = append(live, wc.startWorker("", nil))
+	}
+	doomed := wc.startWorker("", nil)
+	wc.waitAlive(append(live, doomed)...)
+	old := wc.leaderNode()
+	oldID := old.cfg.NodeID
+
+	// The leader vanishes (no goodbye, like kill -9) and a worker dies
+	// while the controllers elect a successor.
+	wc.net.Isolate(oldID)
+	doomed.halt()
+	rest := wc.others(oldID)
+	lead := wc.node(wc.waitLeader(rest...))
+	leadAddr := wc.cfgs[lead.cfg.NodeID].Peers[lead.cfg.NodeID]
+	t.Logf("leader %d -> %d", oldID, lead.cfg.NodeID)
+
+	for _, w := range live {
+		require.Eventually(t, func() bool { st := w.Status(); return st.Alive && st.Leader == leadAddr },
+			5*time.Second, 5*time.Millisecond, "worker %s did not move to the new leader", w.ID())
+	}
+	// The killed worker is fenced, but only after a full session timeout
+	// counted from the moment the new leader took over.
+	require.Eventually(t, func() bool { return replicated(lead, doomed.ID()).State == metadata.WorkerFenced },
+		5*time.Second, 5*time.Millisecond)
+	lead.workers.mu.Lock()
+	since := lead.workers.since
+	lead.workers.mu.Unlock()
+	fencedAt := time.UnixMilli(replicated(lead, doomed.ID()).StateChangedAtMS)
+	require.GreaterOrEqual(t, fencedAt.Sub(since), testSessionTimeout-time.Millisecond,
+		"the new leader fenced before giving the worker a full session timeout")
+
+	// Nobody alive was fenced by the failover, on either side, for a while.
+	require.Never(t, func() bool {
+		for _, w := range live {
+			if !w.Status().Alive || len(w.fencedTimes()) > 0 {
+				return true
+			}
+		}
+		return false
+	}, 2*testSessionTimeout, 10*time.Millisecond)
+	for _, w := range live {
+		got := replicated(lead, w.ID())
+		require.Equal(t, metadata.WorkerAlive, got.State, w.ID())
+		require.Equal(t, uint64(1), got.Epoch, "worker %s re-registered during the failover", w.ID())
+		require.Equal(t, uint64(1), w.Status().Epoch)
+		require.Greater(t, w.Status().ControllerEpoch, old.Term()-1)
+	}
+	require.Equal(t, 1.0, fencings(lead))
+	wc.net.Heal()
+}
+
+func TestWorker_FollowsLeadershipTransferQuickly(t *testing.T) {
+	wc := newWorkerCluster(t, 3, nil)
+	ws := []*testWorker{wc.startWorker("", nil), wc.startWorker("", nil), wc.startWorker("", nil)}
+	wc.waitAlive(ws...)
+	old := wc.leaderNode()
+	target := wc.others(old.cfg.NodeID)[0]
+	require.NoError(t, old.TransferLeader(context.Background(), target))
+	lead := wc.node(wc.waitLeader(wc.ids()...))
+	require.Equal(t, target, lead.cfg.NodeID)
+	moved := time.Now()
+	addr := wc.cfgs[target].Peers[target]
+	for _, w := range ws {
+		require.Eventually(t, func() bool { return w.Status().Leader == addr }, 5*time.Second, time.Millisecond)
+	}
+	// A worker learns at its next heartbeat (at most one interval) and
+	// moves at once; allow scheduling slack on a loaded test machine.
+	took := time.Since(moved)
+	t.Logf("all workers on the new leader %s after it was elected", took)
+	require.Less(t, took, 2*testHeartbeat+500*time.Millisecond)
+	for _, w := range ws {
+		require.Equal(t, uint64(1), w.Status().Epoch)
+		require.Empty(t, w.fencedTimes())
+	}
+}
+
+func TestWorker_CutOffWorkerFencesItselfBeforeTheController(t *testing.T) {
+	wc := newWorkerCluster(t, 3, nil)
+	w := wc.startWorker("", nil)
+	bystander := wc.startWorker("", nil)
+	wc.waitAlive(w, bystander)
+	lead := wc.leaderNode()
+
+	cut := time.Now()
+	wc.net.Isolate(w.netID) // cut off from every controller
+	var controllerFencedAt time.Time
+	require.Eventually(t, func() bool {
+		if replicated(lead, w.ID()).State == metadata.WorkerFenced {
+			controllerFencedAt = time.Now()
+			return true
+		}
+		return false
+	}, 5*time.Second, time.Millisecond)
+	fenced := w.fencedTimes()
+	require.Len(t, fenced, 1, "the cut-off worker did not fence itself")
+	selfAt := fenced[0]
+	t.Logf("self-fenced %s after the cut, controller fenced %s after it", selfAt.Sub(cut), controllerFencedAt.Sub(cut))
+	require.True(t, selfAt.Before(controllerFencedAt), "the controller fenced the worker before it fenced itself")
+	require.Less(t, selfAt.Sub(cut), testSessionTimeout, "self-fence came later than the session timeout")
+	require.Equal(t, 1.0, testutil.ToFloat64(w.met.selfFencings))
+	require.False(t, w.Status().Alive)
+
+	// Back on the network, it registers again with a higher epoch.
+	wc.net.Heal()
+	wc.waitAlive(w)
+	require.Equal(t, uint64(2), w.Status().Epoch)
+	require.Empty(t, bystander.fencedTimes())
+	require.Equal(t, uint64(1), bystander.Status().Epoch)
+}
+
+func TestWorker_SlowApplyPathDoesNotFenceLiveWorkers(t *testing.T) {
+	var (
+		blocked atomic.Bool
+		release = make(chan struct{})
+	)
+	wc := newWorkerCluster(t, 1, func(c *ControllerConfig) {
+		c.RequestTimeout = 10 * testSessionTimeout
+		c.testApplyHook = func() {
+			if blocked.Load() {
+				<-release
+			}
+		}
+	})
+	ws := []*testWorker{wc.startWorker("", nil), wc.startWorker("", nil), wc.startWorker("", nil)}
+	wc.waitAlive(ws...)
+	lead := wc.leaderNode()
+	acked := func() float64 {
+		var n float64
+		for _, w := range ws {
+			n += testutil.ToFloat64(w.met.acked)
+		}
+		return n
+	}
+
+	// Block apply: the next committed entry parks the raft loop. Meanwhile
+	// hammer the API and the proposal path.
+	blocked.Store(true)
+	var wg sync.WaitGroup
+	stopLoad := make(chan struct{})
+	wg.Go(func() {
+		_, err := wc.put(lead.cfg.NodeID, "slow", "apply")
+		require.NoError(t, err)
+	})
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stopLoad:
+					return
+				default:
+				}
+				rec := httptest.NewRecorder()
+				lead.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/workers", nil))
+			}
+		})
+	}
+	before := acked()
+	require.Never(t, func() bool {
+		for _, w := range ws {
+			if !w.Status().Alive || len(w.fencedTimes()) > 0 {
+				return true
+			}
+		}
+		return fencings(lead) > 0
+	}, 3*testSessionTimeout, 10*time.Millisecond, "a live worker was fenced while apply was blocked")
+	during := acked() - before
+	close(stopLoad)
+	blocked.Store(false)
+	close(release)
+	wg.Wait()
+	// Heartbeats kept being answered all along: about one per interval per
+	// worker (allow for a loaded machine).
+	want := float64(len(ws)) * float64(3*testSessionTimeout/testHeartbeat) / 2
+	require.Greater(t, during, want, "heartbeats were not acknowledged while apply was blocked")
+	require.Never(t, func() bool { return fencings(lead) > 0 }, testSessionTimeout, 10*time.Millisecond)
+	for _, w := range ws {
+		require.Equal(t, uint64(1), w.Status().Epoch)
+		require.Empty(t, w.fencedTimes())
+	}
+}
+
+func TestWorker_ManyWorkersOneLeader(t *testing.T) {
+	wc := newWorkerCluster(t, 3, nil)
+	var ws []*testWorker
+	for range 30 {
+		ws = append(ws, wc.startWorker("", nil))
+	}
+	wc.waitAlive(ws...)
+	lead := wc.leaderNode()
+	require.Eventually(t, func() bool { return lead.workerCounts(time.Now())["alive"] == 30 }, 5*time.Second, 10*time.Millisecond)
+	require.Never(t, func() bool { return fencings(lead) > 0 }, testSessionTimeout, 20*time.Millisecond)
+	for _, id := range wc.ids() {
+		if id == lead.cfg.NodeID {
+			continue
+		}
+		view := getWorkers(t, wc.node(id))
+		require.Len(t, view.Workers, 30, fmt.Sprintf("follower %d", id))
+	}
+}

@@ -1,0 +1,156 @@
+package roles
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+
+	"github.com/corral-dev/corral/transport"
+)
+
+// rawPeer speaks the worker protocol by hand over a stream.
+type rawPeer struct {
+	t  *testing.T
+	s  transport.Stream
+	br *bufio.Reader
+}
+
+func newRawPeer(t *testing.T, s transport.Stream) *rawPeer {
+	t.Cleanup(func() { s.Close() })
+	return &rawPeer{t: t, s: s, br: bufio.NewReader(s)}
+}
+
+func (p *rawPeer) send(m transport.WorkerMessage, preamble bool) {
+	p.t.Helper()
+	var b []byte
+	if preamble {
+		b = transport.WorkerPreamble()
+	}
+	b, err := transport.AppendWorkerFrame(b, m)
+	require.NoError(p.t, err)
+	_, err = p.s.Write(b)
+	require.NoError(p.t, err)
+}
+
+func (p *rawPeer) recv() transport.WorkerMessage {
+	p.t.Helper()
+	require.NoError(p.t, p.s.SetReadDeadline(time.Now().Add(10*time.Second)))
+	m, _, err := transport.ReadWorkerMessage(p.br, nil)
+	require.NoError(p.t, err)
+	return m
+}
+
+func TestWorker_ControllerRefusesStaleWorkerEpochOverTheTransport(t *testing.T) {
+	wc := newWorkerCluster(t, 3, nil)
+	lead := wc.leaderNode()
+	s, err := wc.net.StreamDialer(999).DialStream(context.Background(), wc.cfgs[lead.cfg.NodeID].Peers[lead.cfg.NodeID])
+	require.NoError(t, err)
+	p := newRawPeer(t, s)
+
+	register := func(seq uint64, first bool) *transport.Registered {
+		for {
+			p.send(&transport.Register{Seq: seq, WorkerID: "raw-1", Incarnation: "inc-a"}, first)
+			first = false
+			switch m := p.recv().(type) {
+			case *transport.Registered:
+				return m
+			case *transport.Refused:
+				require.Equal(t, transport.RefuseNotReady, m.Code, m.Message) // the leader may still be loading
+			default:
+				t.Fatalf("unexpected answer %#v", m)
+			}
+		}
+	}
+	r1 := register(1, true)
+	require.Equal(t, uint64(1), r1.Epoch)
+	require.Equal(t, lead.Term(), r1.ControllerEpoch)
+	r2 := register(2, false) // the same process registering again supersedes epoch 1
+	require.Equal(t, uint64(2), r2.Epoch)
+
+	p.send(&transport.Heartbeat{Seq: 3, WorkerID: "raw-1", Incarnation: "inc-a", Epoch: 1}, false)
+	ref, ok := p.recv().(*transport.Refused)
+	require.True(t, ok, "a heartbeat with a superseded epoch was not refused")
+	require.Equal(t, transport.RefuseStaleEpoch, ref.Code)
+	require.Equal(t, uint64(3), ref.Seq)
+	require.Equal(t, 1.0, testutil.ToFloat64(lead.workers.met.staleRefused))
+
+	// The wrong incarnation with the right epoch is refused too.
+	p.send(&transport.Heartbeat{Seq: 4, WorkerID: "raw-1", Incarnation: "inc-b", Epoch: 2}, false)
+	ref, ok = p.recv().(*transport.Refused)
+	require.True(t, ok)
+	require.Equal(t, transport.RefuseStaleEpoch, ref.Code)
+
+	p.send(&transport.Heartbeat{Seq: 5, WorkerID: "raw-1", Incarnation: "inc-a", Epoch: 2}, false)
+	ack, ok := p.recv().(*transport.HeartbeatAck)
+	require.True(t, ok)
+	require.Equal(t, uint64(5), ack.Seq)
+
+	// One stream speaks for one worker only.
+	p.send(&transport.Heartbeat{Seq: 6, WorkerID: "raw-2", Incarnation: "x", Epoch: 1}, false)
+	require.NoError(t, s.SetReadDeadline(time.Now().Add(10*time.Second)))
+	_, _, err = transport.ReadWorkerMessage(p.br, nil)
+	require.ErrorIs(t, err, io.EOF)
+}
+
+func TestWorker_WorkerRefusesStaleControllerEpochOverTheTransport(t *testing.T) {
+	net := transport.NewMemNetwork(3)
+	ln, err := net.ListenStreams(1, "fake:1")
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	w, err := StartWorker(WorkerConfig{
+		DataDir: t.TempDir(), Controllers: []string{"fake:1"}, HeartbeatInterval: testHeartbeat,
+		Dialer: net.StreamDialer(200), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Load: func() transport.WorkerLoad { return transport.WorkerLoad{} },
+	})
+	require.NoError(t, err)
+	t.Cleanup(w.halt)
+
+	// A fake controller at epoch 7 registers the worker...
+	accept := func() *rawPeer {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		s, err := ln.Accept(ctx)
+		require.NoError(t, err)
+		p := newRawPeer(t, s)
+		require.NoError(t, transport.ReadWorkerPreamble(p.br))
+		return p
+	}
+	p := accept()
+	reg, ok := p.recv().(*transport.Register)
+	require.True(t, ok)
+	p.send(&transport.Registered{ControllerEpoch: 7, Seq: reg.Seq, Epoch: 1, SessionTimeoutMS: 1000}, false)
+	require.Eventually(t, func() bool { return w.Status().Alive }, 5*time.Second, time.Millisecond)
+	require.Equal(t, uint64(7), w.Status().ControllerEpoch)
+
+	// ...then a message from an older controller epoch (a deposed leader)
+	// arrives on the same session: it is refused and the session dropped.
+	hb, ok := p.recv().(*transport.Heartbeat)
+	require.True(t, ok)
+	p.send(&transport.HeartbeatAck{ControllerEpoch: 5, Seq: hb.Seq, Epoch: 1, SessionTimeoutMS: 1000}, false)
+	require.Eventually(t, func() bool { return testutil.ToFloat64(w.met.staleCtrl) == 1 }, 5*time.Second, time.Millisecond)
+	require.Zero(t, testutil.ToFloat64(w.met.acked), "the stale ack was counted")
+	require.Equal(t, uint64(7), w.Status().ControllerEpoch)
+
+	// The worker reconnects and resumes its epoch with the current leader.
+	p2 := accept()
+	hb2, ok := p2.recv().(*transport.Heartbeat)
+	require.True(t, ok)
+	require.Equal(t, uint64(1), hb2.Epoch)
+	require.Equal(t, uint64(7), hb2.SeenControllerEpoch)
+	p2.send(&transport.HeartbeatAck{ControllerEpoch: 7, Seq: hb2.Seq, Epoch: 1, SessionTimeoutMS: 1000}, false)
+	require.Eventually(t, func() bool { return testutil.ToFloat64(w.met.acked) == 1 }, 5*time.Second, time.Millisecond)
+	require.True(t, w.Status().Alive)
+
+	// A registration answer from an old epoch is refused the same way.
+	p2.send(&transport.Redirect{ControllerEpoch: 6, LeaderAddr: "fake:9"}, false)
+	require.Eventually(t, func() bool { return testutil.ToFloat64(w.met.staleCtrl) == 2 }, 5*time.Second, time.Millisecond)
+	p3 := accept() // it did not follow the stale redirect to fake:9
+	_, ok = p3.recv().(*transport.Heartbeat)
+	require.True(t, ok)
+}

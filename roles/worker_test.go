@@ -1,0 +1,184 @@
+package roles
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+
+	"github.com/corral-dev/corral/metadata"
+)
+
+func TestWorker_RegistersAndShowsAlive(t *testing.T) {
+	wc := newWorkerCluster(t, 3, nil)
+	w := wc.startWorker("", func(c *WorkerConfig) {
+		c.Labels = map[string]string{"zone": "a"}
+		c.CPUMillis, c.MemoryMB = 3000, 2048
+		c.HTTPAddr = "127.0.0.1:0"
+	})
+	wc.waitAlive(w)
+	lead := wc.leaderNode()
+	st := w.Status()
+	require.Equal(t, uint64(1), st.Epoch)
+	require.Equal(t, lead.Term(), st.ControllerEpoch)
+
+	// Every controller has the registration; the id was kept in the data dir.
+	for _, id := range wc.ids() {
+		require.Eventually(t, func() bool { return replicated(wc.node(id), w.ID()).State == metadata.WorkerAlive },
+			5*time.Second, 5*time.Millisecond)
+	}
+	b, err := os.ReadFile(filepath.Join(w.dataDir, workerIDFile))
+	require.NoError(t, err)
+	require.Equal(t, w.ID()+"\n", string(b))
+
+	// The leader's API shows liveness and load.
+	var got workerJSON
+	require.Eventually(t, func() bool {
+		view := getWorkers(t, lead)
+		if len(view.Workers) != 1 || view.Workers[0].Load == nil {
+			return false
+		}
+		got = view.Workers[0]
+		return view.Source == "leader"
+	}, 5*time.Second, 5*time.Millisecond)
+	require.Equal(t, "alive", got.State)
+	require.Equal(t, uint64(1), got.Epoch)
+	require.Equal(t, map[string]string{"zone": "a"}, got.Labels)
+	require.Equal(t, capacityJSON{CPUMillis: 3000, MemoryMB: 2048}, got.Capacity)
+	require.Equal(t, uint64(250), got.Load.CPUMillis)
+	require.Equal(t, uint64(1), got.Load.RunningTasks)
+	require.NotNil(t, got.LastHeartbeatAgeMS)
+	require.Less(t, *got.LastHeartbeatAgeMS, testSessionTimeout.Milliseconds())
+	require.NotEmpty(t, got.RegisteredAt)
+
+	rec := httptest.NewRecorder()
+	lead.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/workers/"+w.ID(), nil))
+	require.Equal(t, http.StatusOK, rec.Code)
+	rec = httptest.NewRecorder()
+	lead.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/workers/nobody", nil))
+	require.Equal(t, http.StatusNotFound, rec.Code)
+	rec = httptest.NewRecorder()
+	lead.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/cluster", nil))
+	var cl struct {
+		PID     int            `json:"pid"`
+		Workers map[string]int `json:"workers"`
+	}
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &cl))
+	require.Equal(t, os.Getpid(), cl.PID)
+	require.Equal(t, 1, cl.Workers["alive"])
+
+	// The worker's own HTTP server.
+	resp, err := http.Get("http://" + w.HTTPAddr() + "/readyz")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Positive(t, testutil.ToFloat64(lead.workers.met.registrations))
+}
+
+func TestWorker_CrashIsFencedWithinTimeoutAndRestartGetsHigherEpoch(t *testing.T) {
+	wc := newWorkerCluster(t, 3, nil)
+	w := wc.startWorker("", nil)
+	wc.waitAlive(w)
+	lead := wc.leaderNode()
+
+	w.halt() // kill -9: no goodbye
+	killed := time.Now()
+	require.Eventually(t, func() bool { return replicated(lead, w.ID()).State == metadata.WorkerFenced },
+		5*time.Second, 2*time.Millisecond)
+	took := time.Since(killed)
+	t.Logf("fenced %s after the crash (session timeout %s)", took, testSessionTimeout)
+	require.GreaterOrEqual(t, took, testSessionTimeout-testHeartbeat, "fenced before the session timeout")
+	require.Less(t, took, testSessionTimeout+testHeartbeat+lead.workers.checkEvery()+200*time.Millisecond,
+		"not fenced within session timeout + one heartbeat interval")
+	require.Equal(t, 1.0, fencings(lead))
+	require.Equal(t, "session_timeout", replicated(lead, w.ID()).Reason)
+
+	// The same data dir comes back as the same id with a higher epoch.
+	again := wc.startWorker(w.dataDir, nil)
+	wc.waitAlive(again)
+	require.Equal(t, w.ID(), again.ID())
+	require.Equal(t, uint64(2), again.Status().Epoch)
+	require.Equal(t, metadata.WorkerAlive, replicated(lead, w.ID()).State)
+	require.NotEqual(t, w.Status().Incarnation, again.Status().Incarnation)
+}
+
+func TestWorker_SecondProcessWithSameIDRefusedWhileFirstIsLive(t *testing.T) {
+	wc := newWorkerCluster(t, 3, nil)
+	first := wc.startWorker("", nil)
+	wc.waitAlive(first)
+	lead := wc.leaderNode()
+
+	// A copy of the data dir: the same id, another process.
+	dir := t.TempDir()
+	b, err := os.ReadFile(filepath.Join(first.dataDir, workerIDFile))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, workerIDFile), b, 0o600))
+	second := wc.startWorker(dir, nil)
+	require.Equal(t, first.ID(), second.ID())
+	require.Eventually(t, func() bool {
+		return testutil.ToFloat64(lead.workers.met.registrationsRefused.WithLabelValues("duplicate")) >= 3
+	}, 5*time.Second, 5*time.Millisecond)
+	require.False(t, second.Status().Alive)
+	require.True(t, first.Status().Alive)
+	require.Equal(t, uint64(1), replicated(lead, first.ID()).Epoch)
+
+	// Once the first is gone and fenced, the second takes the id over.
+	first.halt()
+	wc.waitAlive(second)
+	require.Equal(t, uint64(2), second.Status().Epoch)
+	require.Equal(t, 1.0, fencings(lead))
+}
+
+func TestWorker_GracefulLeaveIsMarkedLeftAtOnce(t *testing.T) {
+	wc := newWorkerCluster(t, 3, nil)
+	w := wc.startWorker("", nil)
+	wc.waitAlive(w)
+	lead := wc.leaderNode()
+	start := time.Now()
+	require.NoError(t, w.Close())
+	// Close returns once the leader acknowledged the leave, i.e. after the
+	// leave was committed and applied on the leader.
+	require.Less(t, time.Since(start), testSessionTimeout/2)
+	got := replicated(lead, w.ID())
+	require.Equal(t, metadata.WorkerLeft, got.State)
+	require.Equal(t, "shutdown", got.Reason)
+	require.Equal(t, 1.0, testutil.ToFloat64(lead.workers.met.leaves))
+	require.Zero(t, fencings(lead))
+	require.Empty(t, w.fencedTimes())
+}
+
+func TestWorker_RejectsBadConfig(t *testing.T) {
+	_, err := StartWorker(WorkerConfig{Controllers: []string{"x:1"}, TLSDir: "t"})
+	require.ErrorContains(t, err, "--data-dir")
+	_, err = StartWorker(WorkerConfig{DataDir: t.TempDir(), TLSDir: "t"})
+	require.ErrorContains(t, err, "--controllers")
+	_, err = StartWorker(WorkerConfig{DataDir: t.TempDir(), Controllers: []string{"x:1"}})
+	require.ErrorContains(t, err, "--tls-dir")
+	dir := t.TempDir()
+	_, err = resolveWorkerID(dir, "gpu-1")
+	require.NoError(t, err)
+	_, err = resolveWorkerID(dir, "gpu-2")
+	require.ErrorContains(t, err, "belongs to worker gpu-1")
+	id, err := resolveWorkerID(dir, "")
+	require.NoError(t, err)
+	require.Equal(t, "gpu-1", id)
+	_, err = resolveWorkerID(t.TempDir(), "bad id!")
+	require.Error(t, err)
+	gen, err := resolveWorkerID(t.TempDir(), "")
+	require.NoError(t, err)
+	require.NoError(t, ValidateWorkerID(gen))
+
+	labels, err := ParseLabels("zone=a, gpu=yes")
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"zone": "a", "gpu": "yes"}, labels)
+	_, err = ParseLabels("zone")
+	require.Error(t, err)
+	_, err = ParseLabels("a=1,a=2")
+	require.Error(t, err)
+}

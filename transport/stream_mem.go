@@ -1,0 +1,372 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"time"
+)
+
+// In-memory streams model what a partition does to a QUIC session: bytes
+// written while two nodes cannot talk are held (QUIC retransmits them) and
+// arrive if the partition heals in time; a session cut off for longer than
+// the idle timeout dies, as QUIC's MaxIdleTimeout does. A close is seen by
+// the other side only once it could hear about it. Loss and delay settings
+// of the MemNetwork do not apply to streams (they are reliable).
+
+// memStreamPoll is how often a blocked reader re-checks reachability.
+const memStreamPoll = 5 * time.Millisecond
+
+// memStreams is the stream side of one MemNetwork.
+type memStreams struct {
+	mu        sync.Mutex
+	listeners map[string]*memStreamListener
+	idle      time.Duration
+}
+
+// memStreamNets attaches stream state to a MemNetwork without widening its
+// struct (tests create few networks; the entries live as long as the test
+// binary).
+var memStreamNets sync.Map // *MemNetwork -> *memStreams
+
+func (n *MemNetwork) streams() *memStreams {
+	v, _ := memStreamNets.LoadOrStore(n, &memStreams{listeners: map[string]*memStreamListener{}, idle: idleTimeout})
+	return v.(*memStreams)
+}
+
+// SetStreamIdleTimeout sets how long an in-memory stream survives a
+// partition before it dies (default: QUIC's idle timeout, 6 s).
+func (n *MemNetwork) SetStreamIdleTimeout(d time.Duration) {
+	ms := n.streams()
+	ms.mu.Lock()
+	ms.idle = d
+	ms.mu.Unlock()
+}
+
+func (n *MemNetwork) reachable(a, b uint64) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.canTalkLocked(a, b)
+}
+
+// ListenStreams makes node id accept streams dialled to addr. Partitions
+// and isolation apply between id and the dialer's id.
+func (n *MemNetwork) ListenStreams(id uint64, addr string) (StreamListener, error) {
+	ms := n.streams()
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	if old := ms.listeners[addr]; old != nil && !old.isClosed() {
+		return nil, fmt.Errorf("listen streams on %s: address in use", addr)
+	}
+	// The buffered channel is the accept backlog: a dial completes before
+	// the server calls Accept, as with QUIC.
+	l := &memStreamListener{ms: ms, id: id, addr: addr, ch: make(chan *memStream, 128), closed: make(chan struct{}),
+		streams: map[*memStream]struct{}{}}
+	ms.listeners[addr] = l
+	return l, nil
+}
+
+// StreamDialer returns a dialer whose streams come from node id.
+func (n *MemNetwork) StreamDialer(id uint64) StreamDialer {
+	return &memStreamDialer{n: n, id: id, streams: map[*memStream]struct{}{}}
+}
+
+type memStreamListener struct {
+	ms     *memStreams
+	id     uint64
+	addr   string
+	ch     chan *memStream
+	closed chan struct{}
+	once   sync.Once
+
+	mu      sync.Mutex
+	streams map[*memStream]struct{}
+}
+
+func (l *memStreamListener) isClosed() bool {
+	select {
+	case <-l.closed:
+		return true
+	default:
+		return false
+	}
+}
+
+func (l *memStreamListener) Accept(ctx context.Context) (Stream, error) {
+	select {
+	case s := <-l.ch:
+		return s, nil
+	case <-l.closed:
+		return nil, ErrListenerClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (l *memStreamListener) Close() error {
+	l.once.Do(func() {
+		close(l.closed)
+		l.ms.mu.Lock()
+		if l.ms.listeners[l.addr] == l {
+			delete(l.ms.listeners, l.addr)
+		}
+		l.ms.mu.Unlock()
+		l.mu.Lock()
+		streams := l.streams
+		l.streams = nil
+		l.mu.Unlock()
+		for s := range streams {
+			s.Close()
+		}
+	})
+	return nil
+}
+
+func (l *memStreamListener) Addr() string { return l.addr }
+
+type memStreamDialer struct {
+	n  *MemNetwork
+	id uint64
+
+	mu      sync.Mutex
+	closed  bool
+	streams map[*memStream]struct{}
+}
+
+// DialStream connects like QUIC over a lossy network: no listener at addr
+// fails at once (connection refused); a partition makes the dial wait
+// until it heals or ctx ends.
+func (d *memStreamDialer) DialStream(ctx context.Context, addr string) (Stream, error) {
+	ms := d.n.streams()
+	for {
+		ms.mu.Lock()
+		l, idle := ms.listeners[addr], ms.idle
+		ms.mu.Unlock()
+		if l == nil || l.isClosed() {
+			return nil, fmt.Errorf("dial %s: no listener (connection refused)", addr)
+		}
+		if d.n.reachable(d.id, l.id) {
+			return d.connect(ctx, l, idle)
+		}
+		t := time.NewTimer(memStreamPoll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("dial %s: %w: %w", addr, ErrUnreachable, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+func (d *memStreamDialer) connect(ctx context.Context, l *memStreamListener, idle time.Duration) (Stream, error) {
+	sess := &memSession{n: d.n, ids: [2]uint64{d.id, l.id}, idle: idle}
+	ab, ba := newMemPipe(), newMemPipe()
+	client := &memStream{sess: sess, side: 0, in: ba, out: ab, remote: l.addr}
+	server := &memStream{sess: sess, side: 1, in: ab, out: ba, remote: fmt.Sprintf("mem-node-%d", d.id)}
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return nil, errors.New("dial: dialer closed")
+	}
+	d.streams[client] = struct{}{}
+	d.mu.Unlock()
+	client.onClose = func() {
+		d.mu.Lock()
+		delete(d.streams, client)
+		d.mu.Unlock()
+	}
+	l.mu.Lock()
+	if l.streams == nil {
+		l.mu.Unlock()
+		client.Close()
+		return nil, fmt.Errorf("dial %s: no listener (connection refused)", l.addr)
+	}
+	l.streams[server] = struct{}{}
+	l.mu.Unlock()
+	server.onClose = func() {
+		l.mu.Lock()
+		delete(l.streams, server)
+		l.mu.Unlock()
+	}
+	select {
+	case l.ch <- server:
+		return client, nil
+	case <-l.closed:
+	case <-ctx.Done():
+	}
+	client.Close()
+	server.Close()
+	return nil, fmt.Errorf("dial %s: not accepted", l.addr)
+}
+
+func (d *memStreamDialer) Close() error {
+	d.mu.Lock()
+	d.closed = true
+	streams := d.streams
+	d.streams = map[*memStream]struct{}{}
+	d.mu.Unlock()
+	for s := range streams {
+		s.Close()
+	}
+	return nil
+}
+
+// memSession is the shared state of the two ends of one stream.
+type memSession struct {
+	n    *MemNetwork
+	ids  [2]uint64 // dialer, listener
+	idle time.Duration
+
+	mu       sync.Mutex
+	closed   [2]bool // closed by side i
+	dead     error   // set when the idle timeout killed the session
+	cutSince time.Time
+}
+
+// status reports whether the two sides can talk now, and kills the
+// session when they have not been able to for longer than the idle timeout.
+func (s *memSession) status() (reachable bool, dead error) {
+	reachable = s.n.reachable(s.ids[0], s.ids[1])
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.dead != nil:
+	case reachable:
+		s.cutSince = time.Time{}
+	case s.cutSince.IsZero():
+		s.cutSince = time.Now()
+	case time.Since(s.cutSince) > s.idle:
+		s.dead = fmt.Errorf("in-memory stream: no network activity for %s: %w", s.idle, os.ErrDeadlineExceeded)
+	}
+	return reachable, s.dead
+}
+
+// memPipe is one direction of a session: an unbounded byte queue.
+type memPipe struct {
+	mu     sync.Mutex
+	buf    []byte
+	notify chan struct{}
+}
+
+func newMemPipe() *memPipe { return &memPipe{notify: make(chan struct{})} }
+
+func (p *memPipe) signal() {
+	close(p.notify)
+	p.notify = make(chan struct{})
+}
+
+type memStream struct {
+	sess    *memSession
+	side    int
+	in, out *memPipe
+	remote  string
+	onClose func()
+	once    sync.Once
+
+	dlMu          sync.Mutex
+	readDeadline  time.Time
+	writeDeadline time.Time
+}
+
+func (s *memStream) RemoteAddr() string { return s.remote }
+
+func (s *memStream) SetReadDeadline(t time.Time) error {
+	s.dlMu.Lock()
+	s.readDeadline = t
+	s.dlMu.Unlock()
+	s.in.mu.Lock()
+	s.in.signal()
+	s.in.mu.Unlock()
+	return nil
+}
+
+func (s *memStream) SetWriteDeadline(t time.Time) error {
+	s.dlMu.Lock()
+	s.writeDeadline = t
+	s.dlMu.Unlock()
+	return nil
+}
+
+// closedState reports whether this side closed, and whether the other side
+// closed and this side could have heard about it.
+func (s *memStream) closedState(reachable bool) (local, remote bool) {
+	s.sess.mu.Lock()
+	defer s.sess.mu.Unlock()
+	return s.sess.closed[s.side], s.sess.closed[1-s.side] && reachable
+}
+
+func (s *memStream) Read(p []byte) (int, error) {
+	for {
+		reachable, dead := s.sess.status()
+		local, remote := s.closedState(reachable)
+		switch {
+		case local:
+			return 0, net.ErrClosed
+		case dead != nil:
+			return 0, dead
+		}
+		s.in.mu.Lock()
+		if reachable && len(s.in.buf) > 0 {
+			n := copy(p, s.in.buf)
+			s.in.buf = s.in.buf[n:]
+			s.in.mu.Unlock()
+			return n, nil
+		}
+		wake := s.in.notify
+		s.in.mu.Unlock()
+		if remote {
+			return 0, io.EOF
+		}
+		s.dlMu.Lock()
+		dl := s.readDeadline
+		s.dlMu.Unlock()
+		if !dl.IsZero() && !time.Now().Before(dl) {
+			return 0, os.ErrDeadlineExceeded
+		}
+		t := time.NewTimer(memStreamPoll)
+		select {
+		case <-wake:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+func (s *memStream) Write(p []byte) (int, error) {
+	reachable, dead := s.sess.status()
+	local, remote := s.closedState(reachable)
+	switch {
+	case local:
+		return 0, net.ErrClosed
+	case dead != nil:
+		return 0, dead
+	case remote:
+		return 0, fmt.Errorf("in-memory stream: peer closed: %w", net.ErrClosed)
+	}
+	s.out.mu.Lock()
+	s.out.buf = append(s.out.buf, p...)
+	s.out.signal()
+	s.out.mu.Unlock()
+	return len(p), nil
+}
+
+func (s *memStream) Close() error {
+	s.once.Do(func() {
+		s.sess.mu.Lock()
+		s.sess.closed[s.side] = true
+		s.sess.mu.Unlock()
+		for _, p := range []*memPipe{s.in, s.out} {
+			p.mu.Lock()
+			p.signal()
+			p.mu.Unlock()
+		}
+		if s.onClose != nil {
+			s.onClose()
+		}
+	})
+	return nil
+}
