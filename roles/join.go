@@ -21,17 +21,25 @@ func (c *Controller) joinCluster() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cs, err := cl.Cluster(ctx)
-	if err != nil {
-		return fmt.Errorf("ask %v about the cluster to join: %w", c.cfg.Join, err)
-	}
-	var added bool
-	for _, m := range cs.Controllers {
-		if m.ID == c.cfg.NodeID {
-			added = true
-			continue
+	// The endpoint asked may be a follower that has not applied the
+	// `controller add` yet: ask again for a while before giving up.
+	var cs *client.ClusterStatus
+	for {
+		cs, err = cl.Cluster(ctx)
+		if err != nil {
+			return fmt.Errorf("ask %v about the cluster to join: %w", c.cfg.Join, err)
 		}
-		if m.Address != "" {
+		if listed(cs, c.cfg.NodeID) || ctx.Err() != nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	added := listed(cs, c.cfg.NodeID)
+	for _, m := range cs.Controllers {
+		if m.ID != c.cfg.NodeID && m.Address != "" {
 			c.cfg.Peers[m.ID] = m.Address
 			c.tr.AddPeer(m.ID, m.Address)
 		}
@@ -53,6 +61,15 @@ func (c *Controller) joinCluster() error {
 	c.joining = true
 	c.log.Info("joining cluster", "cluster_id", cs.ClusterID, "leader", cs.LeaderID, "members", len(cs.Controllers))
 	return nil
+}
+
+func listed(cs *client.ClusterStatus, id uint64) bool {
+	for _, m := range cs.Controllers {
+		if m.ID == id {
+			return true
+		}
+	}
+	return false
 }
 
 // announceHTTP records this controller's API address in the replicated
