@@ -250,6 +250,16 @@ func (w *Worker) armFence() {
 }
 
 func (w *Worker) onFenceTimer(now time.Time) {
+	// An acknowledgement that already arrived but waits in the inbox (this
+	// process was not scheduled) still counts: handle what is queued first.
+	for drained := false; !drained; {
+		select {
+		case in := <-w.inbox:
+			w.onInbound(in)
+		default:
+			drained = true
+		}
+	}
 	if !w.alive {
 		return
 	}
