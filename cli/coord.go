@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -143,8 +144,8 @@ func serviceCommand() *cli.Command {
 		Usage: "list the live instances of a service (corral-worker: the alive workers with their load)",
 		Description: "   corral service ls master\n   corral service ls corral-worker\n" +
 			"Instances register with PUT /v1/services/{name}/{instance}?lease=ID or the Go client's Register.",
-		Action: groupCommand("service", "ls"),
-		Subcommands: []*cli.Command{{
+		Action: groupCommand("service", "ls", "register", "deregister"),
+		Subcommands: []*cli.Command{serviceRegisterCommand(), serviceDeregisterCommand(), {
 			Name: "ls", Usage: "print a service's live instances as JSON", ArgsUsage: "NAME", Flags: clientFlags(),
 			Action: func(c *cli.Context) error {
 				if err := wantArgs(c, 1); err != nil {
@@ -163,5 +164,64 @@ func serviceCommand() *cli.Command {
 				return enc.Encode(map[string]any{"service": c.Args().First(), "instances": inst, "revision": rev})
 			},
 		}},
+	}
+}
+
+func serviceRegisterCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "register",
+		Usage:     "register INSTANCE of service NAME at ADDRESS, alive while its lease is",
+		ArgsUsage: "NAME INSTANCE ADDRESS",
+		Description: "The instance disappears when the lease expires or is revoked:\n" +
+			"   corral service register --lease $(corral lease grant 10s) master m1 10.0.0.5:5678",
+		Flags: append(clientFlags(),
+			&cli.Int64Flag{Name: "lease", EnvVars: envVars("lease"), Usage: "lease id (required; see 'corral lease grant')"},
+			&cli.StringSliceFlag{Name: "meta", EnvVars: envVars("meta"), Usage: "metadata as key=value (repeatable)"}),
+		Action: func(c *cli.Context) error {
+			if err := wantArgs(c, 3); err != nil {
+				return err
+			}
+			if c.Int64("lease") <= 0 {
+				return fmt.Errorf("missing --lease: create one with 'corral lease grant 10s' and keep it alive")
+			}
+			meta := map[string]string{}
+			for _, kv := range c.StringSlice("meta") {
+				k, v, ok := strings.Cut(kv, "=")
+				if !ok || k == "" {
+					return fmt.Errorf("--meta %q: want key=value", kv)
+				}
+				meta[k] = v
+			}
+			cl, err := newClient(c)
+			if err != nil {
+				return err
+			}
+			name, inst := c.Args().Get(0), c.Args().Get(1)
+			rev, err := cl.Register(c.Context, name, inst, c.Args().Get(2), meta, c.Int64("lease"))
+			if err != nil {
+				return explain(fmt.Sprintf("register %s/%s", name, inst), err)
+			}
+			_, err = fmt.Fprintln(c.App.Writer, rev)
+			return err
+		},
+	}
+}
+
+func serviceDeregisterCommand() *cli.Command {
+	return &cli.Command{
+		Name: "deregister", Usage: "remove INSTANCE of service NAME", ArgsUsage: "NAME INSTANCE", Flags: clientFlags(),
+		Action: func(c *cli.Context) error {
+			if err := wantArgs(c, 2); err != nil {
+				return err
+			}
+			cl, err := newClient(c)
+			if err != nil {
+				return err
+			}
+			if err := cl.Deregister(c.Context, c.Args().Get(0), c.Args().Get(1)); err != nil {
+				return explain("deregister", err)
+			}
+			return nil
+		},
 	}
 }

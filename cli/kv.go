@@ -35,6 +35,8 @@ func kvPutCommand() *cli.Command {
 		Flags: append(clientFlags(),
 			&cli.Int64Flag{Name: "prev-revision", EnvVars: envVars("prev-revision"),
 				Usage: "compare-and-set: only write if KEY's mod revision is N (0: only if absent)"},
+			&cli.Int64Flag{Name: "lease", EnvVars: envVars("lease"),
+				Usage: "attach the key to lease ID: it is deleted when the lease ends (see 'corral lease grant')"},
 		),
 		Action: func(c *cli.Context) error {
 			if err := wantArgs(c, 2); err != nil {
@@ -46,6 +48,9 @@ func kvPutCommand() *cli.Command {
 				return err
 			}
 			var rev int64
+			if c.IsSet("prev-revision") && c.IsSet("lease") {
+				return errors.New("--prev-revision and --lease cannot be combined")
+			}
 			if c.IsSet("prev-revision") {
 				prev := c.Int64("prev-revision")
 				if prev < 0 {
@@ -57,6 +62,8 @@ func kvPutCommand() *cli.Command {
 					return fmt.Errorf("put %q: compare failed: its mod revision is %d, not %d (read it with 'corral kv get')",
 						key, apiErr.ModRevision, prev)
 				}
+			} else if lease := c.Int64("lease"); lease != 0 {
+				rev, err = cl.PutWithLease(c.Context, key, value, lease)
 			} else {
 				rev, err = cl.Put(c.Context, key, value)
 			}
