@@ -185,6 +185,7 @@ func (c *cluster) killAll() {
 	for id, n := range c.nodes {
 		c.kill(id)
 		if c.t.Failed() {
+			saveArtifact(c.t, n.logPath)
 			if b, err := os.ReadFile(n.logPath); err == nil {
 				lines := strings.Split(string(b), "\n")
 				if len(lines) > 40 {
@@ -278,4 +279,17 @@ func runCLI(t *testing.T, args ...string) (string, int) {
 	}
 	require.NoError(t, err)
 	return string(out), 0
+}
+
+// saveArtifact copies a failed test's node log to integration/artifacts/
+// (ignored by git) so it survives the test's temp dir.
+func saveArtifact(t *testing.T, path string) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	dir := filepath.Join("artifacts", strings.ReplaceAll(t.Name(), "/", "_"))
+	if os.MkdirAll(dir, 0o755) == nil {
+		_ = os.WriteFile(filepath.Join(dir, filepath.Base(path)), b, 0o644)
+	}
 }

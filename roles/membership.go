@@ -251,8 +251,15 @@ func (c *Controller) promoteCaughtUp(since map[uint64]time.Time) {
 	}
 	for id := range learners {
 		pr, ok := status.Progress[id]
-		caughtUp := ok && pr.RecentActive && pr.State == tracker.StateReplicate && pr.Match+PromoteMaxLag >= last
+		// Not raft's RecentActive: CheckQuorum clears it every election
+		// timeout, and a sampler in phase with that would never promote.
+		heard := c.reachable(status, id)
+		caughtUp := ok && heard && pr.State == tracker.StateReplicate && pr.Match+PromoteMaxLag >= last
 		if !caughtUp {
+			if _, was := since[id]; was {
+				c.log.Debug("learner fell behind", "id", id, "heard", heard,
+					"state", pr.State.String(), "match", pr.Match, "leader_last", last)
+			}
 			delete(since, id)
 			continue
 		}
@@ -397,7 +404,8 @@ func (c *Controller) reachable(status raft.Status, id uint64) bool {
 	fresh := time.Duration(c.cfg.ElectionTicks/2) * c.cfg.TickInterval
 	heard := time.Since(c.heard.get(id)) < fresh
 	if status.RaftState == raft.StateLeader {
-		return heard && status.Progress[id].RecentActive
+		_, member := status.Progress[id]
+		return heard && member
 	}
 	if id == status.Lead {
 		return heard
