@@ -329,7 +329,9 @@ func (c *Controller) Close() error {
 		}
 		close(c.stopc)
 		<-c.done
-		c.workers.close() // after the raft loop: no leadership hook runs any more
+		if c.workers != nil {
+			c.workers.close() // after the raft loop: no leadership hook runs any more
+		}
 		c.node.Stop()
 		_ = c.tr.Close()
 		_ = c.store.Close()

@@ -148,7 +148,7 @@ func (m *sessionManager) serveStream(s transport.Stream) {
 			m.log.Debug("worker stream write failed", "worker", bound, "err", err)
 			return
 		}
-		if _, ok := msg.(*transport.Heartbeat); ok {
+		if hb, ok := msg.(*transport.Heartbeat); ok && !hb.Leaving { // a leave waits for a commit
 			m.met.handleSeconds.Observe(time.Since(start).Seconds())
 		}
 	}

@@ -157,7 +157,10 @@ func (w *Worker) onDial(r dialResult) {
 	w.dialing = false
 	if r.err != nil {
 		if w.conn != nil {
+			// Do not hammer controllers that could not even finish a
+			// handshake: wait one to two intervals before the next probe.
 			w.log.Debug("probe found no other controller", "err", r.err)
+			w.probeAfter = time.Now().Add(w.cfg.HeartbeatInterval + rand.N(w.cfg.HeartbeatInterval))
 			return
 		}
 		w.dialFails++

@@ -5,6 +5,8 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -153,4 +155,90 @@ func TestWorker_WorkerRefusesStaleControllerEpochOverTheTransport(t *testing.T) 
 	p3 := accept() // it did not follow the stale redirect to fake:9
 	_, ok = p3.recv().(*transport.Heartbeat)
 	require.True(t, ok)
+}
+
+// A leader that is late, not gone, keeps its workers: the worker asks
+// another controller who leads, hears "the same one", and neither drops its
+// connection nor opens a new one to the leader (an overloaded leader would
+// otherwise also pay for handshakes).
+func TestWorker_LateLeaderIsProbedNotAbandoned(t *testing.T) {
+	net := transport.NewMemNetwork(5)
+	leaderLn, err := net.ListenStreams(1, "fake:1")
+	require.NoError(t, err)
+	t.Cleanup(func() { leaderLn.Close() })
+	followerLn, err := net.ListenStreams(2, "fake:2")
+	require.NoError(t, err)
+	t.Cleanup(func() { followerLn.Close() })
+
+	var leaderConns, probes atomic.Int64
+	serve := func(ln transport.StreamListener, handle func(p *rawPeer)) {
+		go func() {
+			for {
+				s, err := ln.Accept(context.Background())
+				if err != nil {
+					return
+				}
+				p := &rawPeer{t: t, s: s, br: bufio.NewReader(s)}
+				if transport.ReadWorkerPreamble(p.br) != nil {
+					s.Close()
+					continue
+				}
+				go handle(p)
+			}
+		}()
+	}
+	var writeMu sync.Mutex
+	reply := func(p *rawPeer, m transport.WorkerMessage) {
+		b, _ := transport.AppendWorkerFrame(nil, m)
+		writeMu.Lock()
+		_, _ = p.s.Write(b)
+		writeMu.Unlock()
+	}
+	// The leader answers every heartbeat three intervals late.
+	serve(leaderLn, func(p *rawPeer) {
+		leaderConns.Add(1)
+		for {
+			m, _, err := transport.ReadWorkerMessage(p.br, nil)
+			if err != nil {
+				return
+			}
+			switch m := m.(type) {
+			case *transport.Register:
+				reply(p, &transport.Registered{ControllerEpoch: 3, Seq: m.Seq, LeaderID: 1, Epoch: 1, SessionTimeoutMS: 2000})
+			case *transport.Heartbeat:
+				time.AfterFunc(3*testHeartbeat, func() {
+					reply(p, &transport.HeartbeatAck{ControllerEpoch: 3, Seq: m.Seq, Epoch: 1, SessionTimeoutMS: 2000})
+				})
+			}
+		}
+	})
+	// The follower redirects to the leader.
+	serve(followerLn, func(p *rawPeer) {
+		probes.Add(1)
+		for {
+			m, _, err := transport.ReadWorkerMessage(p.br, nil)
+			if err != nil {
+				return
+			}
+			if hb, ok := m.(*transport.Heartbeat); ok {
+				reply(p, &transport.Redirect{ControllerEpoch: 3, Seq: hb.Seq, LeaderID: 1, LeaderAddr: "fake:1"})
+			}
+		}
+	})
+
+	var fenced atomic.Int64
+	w, err := StartWorker(WorkerConfig{
+		DataDir: t.TempDir(), Controllers: []string{"fake:1", "fake:2"}, HeartbeatInterval: testHeartbeat,
+		Dialer: net.StreamDialer(300), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Load:     func() transport.WorkerLoad { return transport.WorkerLoad{} },
+		OnFenced: func(uint64) { fenced.Add(1) },
+	})
+	require.NoError(t, err)
+	t.Cleanup(w.halt)
+	require.Eventually(t, func() bool { return w.Status().Alive }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return probes.Load() > 0 }, 5*time.Second, time.Millisecond,
+		"a late leader did not make the worker ask another controller")
+	require.Never(t, func() bool { return leaderConns.Load() > 1 || fenced.Load() > 0 || !w.Status().Alive },
+		20*testHeartbeat, 5*time.Millisecond, "the worker abandoned (or was fenced by) a leader that was only late")
+	require.Positive(t, testutil.ToFloat64(w.met.acked))
 }

@@ -14,7 +14,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
-	"go.etcd.io/raft/v3"
 
 	"github.com/corral-dev/corral/metadata"
 	"github.com/corral-dev/corral/transport"
@@ -80,36 +79,9 @@ func newWorkerCluster(t *testing.T, n int, tweak func(*ControllerConfig)) *worke
 		wc.startController(id)
 	}
 	mc.wg.Add(1)
-	go wc.watchLeaders()
+	go mc.watchLeaders()
 	t.Cleanup(mc.close)
 	return wc
-}
-
-// watchLeaders is memCluster.watchLeaders reading role and term from one
-// raft Status, which is consistent: isLeader and the term are published
-// one after the other, so pairing them can see a stepped-down leader with
-// its successor's term (seen with leadership transfers).
-func (wc *workerCluster) watchLeaders() {
-	mc := wc.memCluster
-	defer mc.wg.Done()
-	for {
-		select {
-		case <-mc.stop:
-			return
-		case <-time.After(2 * time.Millisecond):
-		}
-		mc.mu.Lock()
-		for id, c := range mc.nodes {
-			if st := c.node.Status(); st.RaftState == raft.StateLeader {
-				term := st.GetTerm()
-				if mc.leaders[term] == nil {
-					mc.leaders[term] = map[uint64]bool{}
-				}
-				mc.leaders[term][id] = true
-			}
-		}
-		mc.mu.Unlock()
-	}
 }
 
 // startController (re)starts a controller with a fresh worker listener on

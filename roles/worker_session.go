@@ -151,8 +151,8 @@ func (w *Worker) becomeAlive(m *transport.Registered) {
 	w.setAlive(true)
 	w.log.Info("worker registered: alive", "epoch", m.Epoch, "controller_epoch", m.ControllerEpoch,
 		"leader", m.LeaderID, "controller", w.conn.addr, "session_timeout", w.timeout)
-	if w.selfFenceAfter() < 2*w.cfg.HeartbeatInterval {
-		w.log.Warn("heartbeat interval is long for the leader's session timeout: one lost heartbeat may fence this worker",
+	if w.selfFenceAfter() < 3*w.cfg.HeartbeatInterval { // interval > timeout/5
+		w.log.Warn("heartbeat interval is long for the leader's session timeout: keep it at most a fifth of it, or a lost heartbeat or a failover may fence this worker",
 			"heartbeat_interval", w.cfg.HeartbeatInterval, "session_timeout", w.timeout, "self_fence_after", w.selfFenceAfter())
 	}
 	if w.cfg.OnAlive != nil {
