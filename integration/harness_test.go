@@ -293,3 +293,29 @@ func saveArtifact(t *testing.T, path string) {
 		_ = os.WriteFile(filepath.Join(dir, filepath.Base(path)), b, 0o644)
 	}
 }
+
+// waitMajorityLeader waits until a majority of the cluster's nodes, the
+// leader among them, report the same leader. Unlike waitLeader it tolerates
+// one node that has not caught up with the new term yet.
+func (c *cluster) waitMajorityLeader(timeout time.Duration) uint64 {
+	c.t.Helper()
+	var lead uint64
+	require.Eventually(c.t, func() bool {
+		votes := map[uint64]int{}
+		for _, n := range c.nodes {
+			if ci, err := n.info(); err == nil && ci.LeaderID != 0 {
+				votes[ci.LeaderID]++
+			}
+		}
+		for l, v := range votes {
+			if v > len(c.nodes)/2 {
+				if ci, err := c.nodes[l].info(); err == nil && ci.LeaderID == l {
+					lead = l
+					return true
+				}
+			}
+		}
+		return false
+	}, timeout, 20*time.Millisecond, "no majority agreed on a leader")
+	return lead
+}

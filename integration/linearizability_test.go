@@ -413,7 +413,9 @@ func TestLinearizability_KVAndLocksUnderLeaderFaults(t *testing.T) {
 		if ctx.Err() != nil {
 			break
 		}
-		lead := c.waitLeader(20 * time.Second)
+		// A majority is enough to pick the next victim: a deposed leader
+		// still catching up must not stall the nemesis (see the stop note).
+		lead := c.waitMajorityLeader(20 * time.Second)
 		n := c.nodes[lead]
 		if i%2 == 0 {
 			c.kill(lead)
@@ -430,7 +432,7 @@ func TestLinearizability_KVAndLocksUnderLeaderFaults(t *testing.T) {
 	}
 	wg.Wait()
 	require.GreaterOrEqual(t, faults, 4)
-	c.waitLeader(30 * time.Second)
+	c.waitMajorityLeader(30 * time.Second)
 
 	// Linearizability of the KV and try-lock histories.
 	t.Logf("checking %d kv and %d lock operations", len(r.kv), len(r.lock))
