@@ -81,10 +81,6 @@ func (c *Controller) clusterView() clusterJSON {
 	return out
 }
 
-func (c *Controller) handleCluster(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, c.clusterView())
-}
-
 // handleReadyz answers 200 only when a leader is known and this controller
 // has applied everything it knows to be committed.
 func (c *Controller) handleReadyz(w http.ResponseWriter, _ *http.Request) {

@@ -33,7 +33,6 @@ const (
 // workerCluster is a memCluster whose controllers accept workers.
 type workerCluster struct {
 	*memCluster
-	workers map[string]*testWorker
 	nextNet uint64
 }
 
@@ -60,7 +59,7 @@ func newWorkerCluster(t *testing.T, n int, tweak func(*ControllerConfig)) *worke
 		cfgs: map[uint64]ControllerConfig{}, leaders: map[uint64]map[uint64]bool{}, stop: make(chan struct{})}
 	// Like QUIC's idle timeout relative to the default session timeout.
 	mc.net.SetStreamIdleTimeout(testSessionTimeout + testSessionTimeout/5)
-	wc := &workerCluster{memCluster: mc, workers: map[string]*testWorker{}, nextNet: workerNetBase}
+	wc := &workerCluster{memCluster: mc, nextNet: workerNetBase}
 	peers := map[uint64]string{}
 	for i := 1; i <= n; i++ {
 		peers[uint64(i)] = fmt.Sprintf("mem:%d", i)
@@ -135,7 +134,6 @@ func (wc *workerCluster) startWorker(dataDir string, tweak func(*WorkerConfig)) 
 	w, err := StartWorker(cfg)
 	require.NoError(wc.t, err)
 	tw.Worker = w
-	wc.workers[w.ID()+fmt.Sprint(tw.netID)] = tw
 	wc.t.Cleanup(func() { w.halt() })
 	return tw
 }
