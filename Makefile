@@ -10,7 +10,7 @@ build:
 # after them, alone, because they measure failover on a 2-core machine.
 test:
 	$(GO) test -race -timeout 25m $$($(GO) list ./... | grep -v /integration)
-	$(GO) test -race -timeout 25m ./integration/
+	$(GO) test -race -count=1 -timeout 25m ./integration/
 
 run:
 	$(GO) run . dev
