@@ -258,12 +258,7 @@ func (c *Controller) handlePutLease(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	prev, hasPrev, err := queryInt(r, "prev_revision")
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	val, err := readValue(r)
+	prev, hasPrev, val, err := putArgs(r)
 	if err != nil {
 		writeError(w, err)
 		return

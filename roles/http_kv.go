@@ -63,6 +63,15 @@ func queryInt(r *http.Request, name string) (int64, bool, error) {
 	return v, true, nil
 }
 
+// putArgs reads a put's optional prev_revision and its value body.
+func putArgs(r *http.Request) (prev int64, hasPrev bool, val []byte, err error) {
+	if prev, hasPrev, err = queryInt(r, "prev_revision"); err != nil {
+		return 0, false, nil, err
+	}
+	val, err = readValue(r)
+	return prev, hasPrev, val, err
+}
+
 func (c *Controller) handlePut(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Query().Has("lease") {
 		c.handlePutLease(w, r) // ephemeral key (http_coord.go)
@@ -73,12 +82,7 @@ func (c *Controller) handlePut(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	prev, hasPrev, err := queryInt(r, "prev_revision")
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	val, err := readValue(r)
+	prev, hasPrev, val, err := putArgs(r)
 	if err != nil {
 		writeError(w, err)
 		return
