@@ -72,6 +72,18 @@ func (s *State) applyCommand(c *Command) Result {
 		return s.applyLockRelease(c)
 	case OpDeleteSystem:
 		return s.applyDeleteSystem(c)
+	case OpJobRegister:
+		return s.applyJobRegister(c)
+	case OpJobStop:
+		return s.applyJobStop(c)
+	case OpPlan:
+		return s.applyPlan(c)
+	case OpAllocUpdate:
+		return s.applyAllocUpdate(c)
+	case OpWorkerDrain:
+		return s.applyWorkerDrain(c)
+	case OpAllocRestart:
+		return s.applyAllocRestart(c)
 	default:
 		// decodeCommand only lets an unknown op through when it carries
 		// IgnoreUnknownTypeFlag: skipping it is the proposer's documented

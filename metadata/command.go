@@ -99,6 +99,13 @@ var opNames = map[Op]string{
 	OpLockAcquire:  "lock_acquire",
 	OpLockRelease:  "lock_release",
 	OpDeleteSystem: "delete_system",
+	// Job ops (50-59), see jobs.go.
+	OpJobRegister:  "job_register",
+	OpJobStop:      "job_stop",
+	OpPlan:         "plan",
+	OpAllocUpdate:  "alloc_update",
+	OpWorkerDrain:  "worker_drain",
+	OpAllocRestart: "alloc_restart",
 }
 
 // Marshal encodes c as a v1 command record: version byte, op byte, uvarint

@@ -34,6 +34,14 @@ type extState struct {
 	KeyLeases map[string]int64 `json:"key_leases,omitempty"`
 	// Locks are the held or awaited locks by key.
 	Locks map[string]*Lock `json:"locks,omitempty"`
+
+	// Jobs by name and allocations by id (jobs.go); AssignSeq is the last
+	// assignment version handed out (Worker.AssignVersion).
+	Jobs      map[string]*Job        `json:"jobs,omitempty"`
+	Allocs    map[string]*Allocation `json:"allocs,omitempty"`
+	AssignSeq uint64                 `json:"assign_seq,omitempty"`
+	// idx is derived from Allocs and never serialised.
+	idx jobIndex
 }
 
 func (e *extState) empty() bool {
@@ -57,6 +65,9 @@ func decodeExt(p []byte) (extState, error) {
 		return extState{}, corrupt("ext section: %v", err)
 	}
 	if err := e.checkCoord(); err != nil {
+		return extState{}, err
+	}
+	if err := e.checkJobs(); err != nil {
 		return extState{}, err
 	}
 	return e, nil

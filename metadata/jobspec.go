@@ -98,8 +98,9 @@ type JobSpec struct {
 	Placement   string        `json:"placement,omitempty"`
 	Restart     RestartPolicy `json:"restart"`
 	// Reschedule moves an allocation to another worker when its worker is
-	// fenced or its restarts are spent.
-	Reschedule bool `json:"reschedule"`
+	// fenced or its restarts are spent. Unset means true, as in Nomad: a
+	// service whose worker died is expected to come back elsewhere.
+	Reschedule *bool `json:"reschedule,omitempty"`
 	// Singleton guarantees at most one instance runs anywhere at any time.
 	Singleton bool `json:"singleton,omitempty"`
 }
@@ -180,6 +181,10 @@ func (s *JobSpec) Defaults() {
 	}
 	if s.Singleton && s.Count == 0 {
 		s.Count = 1
+	}
+	if s.Reschedule == nil {
+		t := true
+		s.Reschedule = &t
 	}
 	if s.Placement == "" {
 		s.Placement = PlaceSpread
@@ -331,6 +336,9 @@ func (s *JobSpec) Matches(labels map[string]string) bool {
 	}
 	return true
 }
+
+// Reschedules reports whether lost or failed allocations are replaced.
+func (s *JobSpec) Reschedules() bool { return s.Reschedule == nil || *s.Reschedule }
 
 // Equal reports whether two specs are the same submission (a resubmission
 // of an equal spec is a no-op).

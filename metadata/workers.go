@@ -2,6 +2,7 @@ package metadata
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 )
@@ -27,7 +28,7 @@ type WorkerState string
 const (
 	WorkerAlive    WorkerState = "alive"
 	WorkerFenced   WorkerState = "fenced"
-	WorkerDraining WorkerState = "draining" // reserved for the jobs issue: nothing sets it yet
+	WorkerDraining WorkerState = "draining" // alive, takes no new work; its services move elsewhere
 	WorkerLeft     WorkerState = "left"
 )
 
@@ -57,7 +58,15 @@ type Worker struct {
 	// Reason says why the state last changed ("registered",
 	// "session_timeout", "shutdown", ...).
 	Reason string `json:"reason,omitempty"`
+	// Drain survives re-registration: a drained worker that restarts comes
+	// back draining.
+	Drain bool `json:"drain,omitempty"`
+	// AssignVersion grows whenever what this worker must run changes.
+	AssignVersion uint64 `json:"assign_version,omitempty"`
 }
+
+// ErrWorkerNotFound names a missing worker.
+var ErrWorkerNotFound = errors.New("worker not found")
 
 func (w *Worker) clone() Worker {
 	c := *w
@@ -146,11 +155,23 @@ func (s *State) applyWorkerRegister(c *Command) Result {
 	if s.ext.Workers == nil {
 		s.ext.Workers = map[string]*Worker{}
 	}
-	s.ext.Workers[r.ID] = &Worker{
+	w := &Worker{
 		ID: r.ID, Epoch: r.Epoch, Incarnation: r.Incarnation, State: WorkerAlive,
 		Addresses: r.Addresses, Labels: r.Labels, Capacity: r.Capacity, Version: r.Version,
 		RegisteredAtMS: r.AtMS, StateChangedAtMS: r.AtMS, Reason: "registered",
 	}
+	if prev != nil {
+		w.Drain, w.AssignVersion = prev.Drain, prev.AssignVersion
+		if w.Drain {
+			w.State = WorkerDraining
+		}
+	}
+	s.ext.Workers[r.ID] = w
+	// What an older epoch ran is gone: a worker stops its work before it
+	// registers again, and a restarted process kills its predecessor's.
+	s.loseAllocs(r.ID, prevEpoch, r.AtMS, fmt.Sprintf("worker %s registered again (epoch %d)", r.ID, r.Epoch))
+	s.bumpAssign(r.ID)
+	s.wantEvalUnplaced()
 	return Result{Revision: s.revision}
 }
 
@@ -173,6 +194,7 @@ func (s *State) applyWorkerTransition(c *Command, to WorkerState) Result {
 			continue
 		}
 		w.State, w.StateChangedAtMS, w.Reason = to, t.AtMS, t.Reason
+		s.loseAllocs(ref.ID, ref.Epoch, t.AtMS, fmt.Sprintf("worker %s epoch %d %s (%s)", ref.ID, ref.Epoch, to, t.Reason))
 	}
 	return Result{Revision: s.revision}
 }

@@ -61,6 +61,7 @@ type Controller struct {
 	// leadership (term is the new term); they must not block.
 	leaderHooks []func(isLeader bool, term uint64)
 	workers     *sessionManager // worker sessions (sessions.go)
+	sched       *scheduler      // evaluations while leading (scheduler_loop.go)
 	lessor      *lessor         // lease deadlines while leading (leases.go)
 	hub         *watchHub       // watch history and fan-out (watch.go)
 
@@ -133,6 +134,7 @@ func StartController(cfg ControllerConfig) (*Controller, error) {
 		c.store.Close()
 		return nil, err
 	}
+	c.startScheduler()
 	go c.run()
 	go c.reads.run()
 	go c.promoteLoop()
@@ -331,6 +333,9 @@ func (c *Controller) Close() error {
 		<-c.done
 		if c.workers != nil {
 			c.workers.close() // after the raft loop: no leadership hook runs any more
+		}
+		if c.sched != nil {
+			c.sched.close()
 		}
 		c.node.Stop()
 		_ = c.tr.Close()

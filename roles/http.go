@@ -137,6 +137,7 @@ func (c *Controller) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/controllers/{id}/transfer-leader", c.leaderOnly(c.handleTransferLeader))
 	mux.HandleFunc("GET /v1/snapshot", c.handleSnapshot)
 	c.registerCoordRoutes(mux) // leases, watches, locks, elections, services (http_coord.go)
+	c.registerJobRoutes(mux)   // jobs, allocations, logs, drain (http_jobs.go)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, &apiError{Code: "not_found",
 			Message: fmt.Sprintf("no route for %s %s; see docs/API.md", r.Method, r.URL.Path)})

@@ -169,6 +169,7 @@ func (c *Controller) applyEntries(ents []*pb.Entry) error {
 	start := time.Now()
 	st := c.state.Load()
 	var last uint64
+	jobs := false
 	for _, e := range ents {
 		idx := e.GetIndex()
 		if idx <= st.AppliedIndex() {
@@ -190,6 +191,7 @@ func (c *Controller) applyEntries(ents []*pb.Entry) error {
 			}
 			if len(e.GetData()) > 0 && res.Err == nil {
 				c.learnClusterID(st.ClusterID())
+				jobs = jobs || metadata.AffectsJobs(e.GetData())
 			}
 		case pb.EntryType_EntryConfChange, pb.EntryType_EntryConfChangeV2:
 			if err := c.applyConfChange(st, e); err != nil {
@@ -201,6 +203,9 @@ func (c *Controller) applyEntries(ents []*pb.Entry) error {
 	if last != 0 {
 		c.applied.set(last)
 		c.met.appliedIndex.Set(float64(last))
+	}
+	if jobs {
+		c.jobsChanged()
 	}
 	c.met.applyDuration.Observe(time.Since(start).Seconds())
 	return nil

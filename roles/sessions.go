@@ -47,6 +47,8 @@ type sessionManager struct {
 	sessions    map[string]*session
 	registering map[string]bool
 	fencing     bool // a fence proposal is in flight
+
+	jobs sessionJobs // assignments, reports and log reads (sessions_jobs.go)
 }
 
 // session is one worker's liveness at the leader.
@@ -61,6 +63,8 @@ type session struct {
 	loadKnown   bool // a heartbeat brought load
 	fencing     bool // included in an in-flight fence proposal
 	stream      transport.Stream
+	out         *streamWriter // writes to stream; shared with the pusher
+	sentVersion uint64        // assignment version last sent on out
 }
 
 func (c *Controller) startWorkerSessions() error {
@@ -82,7 +86,10 @@ func (c *Controller) startWorkerSessions() error {
 	}
 	c.workers = m
 	c.leaderHooks = append(c.leaderHooks, m.leadershipChanged)
+	m.jobs.init()
 	m.wg.Go(m.checkLoop)
+	m.wg.Go(m.pushLoop)
+	m.wg.Go(m.reportLoop)
 	if m.ln != nil {
 		m.wg.Go(m.acceptLoop)
 	}
@@ -270,7 +277,7 @@ func (m *sessionManager) redirect(seq uint64) transport.ControllerMessage {
 }
 
 // heartbeat handles one heartbeat on the worker's stream goroutine.
-func (m *sessionManager) heartbeat(stream transport.Stream, hb *transport.Heartbeat) transport.ControllerMessage {
+func (m *sessionManager) heartbeat(stream transport.Stream, out *streamWriter, hb *transport.Heartbeat) transport.ControllerMessage {
 	now := time.Now()
 	m.mu.Lock()
 	if !m.leading {
@@ -297,6 +304,12 @@ func (m *sessionManager) heartbeat(stream transport.Stream, hb *transport.Heartb
 			Message: fmt.Sprintf("epoch %d of worker %s is not live (fenced or superseded); register again", hb.Epoch, hb.WorkerID)}
 	}
 	s.lastSeen, s.heard, s.load, s.loadKnown, s.stream = now, true, hb.Load, true, stream
+	if s.out != out {
+		s.out, s.sentVersion = out, 0
+	}
+	if hb.AssignVersion < s.sentVersion {
+		s.sentVersion = hb.AssignVersion // the worker missed one: send again
+	}
 	if hb.HeartbeatIntervalMS > 0 {
 		s.interval = time.Duration(hb.HeartbeatIntervalMS) * time.Millisecond
 	}
@@ -340,7 +353,7 @@ func (m *sessionManager) leave(gen, epoch uint64, hb *transport.Heartbeat) trans
 
 // register commits a new epoch for a worker. A different process (another
 // incarnation) is refused while the id's session is live.
-func (m *sessionManager) register(stream transport.Stream, r *transport.Register) transport.ControllerMessage {
+func (m *sessionManager) register(stream transport.Stream, out *streamWriter, r *transport.Register) transport.ControllerMessage {
 	now := time.Now()
 	m.mu.Lock()
 	if !m.leading {
@@ -410,7 +423,7 @@ func (m *sessionManager) register(stream transport.Stream, r *transport.Register
 		return refuse(transport.RefuseNotReady, "leader_changed", "leadership changed during the registration")
 	}
 	s := &session{id: r.WorkerID, incarnation: r.Incarnation, epoch: reg.Epoch, lastSeen: time.Now(), heard: true,
-		stream: stream}
+		stream: stream, out: out}
 	if r.HeartbeatIntervalMS > 0 {
 		s.interval = time.Duration(r.HeartbeatIntervalMS) * time.Millisecond
 	}

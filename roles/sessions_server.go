@@ -84,11 +84,11 @@ func (m *sessionManager) serveStream(s transport.Stream) {
 		return
 	}
 	var (
-		buf, out []byte
-		bound    string // the worker id this stream speaks for
-		readDL   time.Time
-		writeDL  time.Time
+		buf    []byte
+		bound  string // the worker id this stream speaks for
+		readDL time.Time
 	)
+	out := &streamWriter{s: s}
 	for {
 		// A live worker writes at least every heartbeat interval; a stream
 		// silent for two session timeouts belongs to a worker that is gone.
@@ -118,13 +118,22 @@ func (m *sessionManager) serveStream(s transport.Stream) {
 			if bound != "" && id != bound {
 				break
 			}
-			reply = m.heartbeat(s, msg)
+			reply = m.heartbeat(s, out, msg)
 		case *transport.Register:
 			id = msg.WorkerID
 			if bound != "" && id != bound {
 				break
 			}
-			reply = m.register(s, msg)
+			reply = m.register(s, out, msg)
+		case *transport.AllocReport:
+			if bound == "" || msg.WorkerID != bound {
+				break
+			}
+			m.jobs.enqueueReport(msg, out)
+			continue
+		case *transport.LogData:
+			m.jobs.deliverLog(bound, msg)
+			continue
 		default:
 			m.met.badStreams.Inc()
 			m.log.Warn("closing worker stream: unexpected message", "remote", s.RemoteAddr(), "type", fmt.Sprintf("%T", msg))
@@ -136,20 +145,15 @@ func (m *sessionManager) serveStream(s transport.Stream) {
 			return
 		}
 		bound = id
-		if out, err = transport.AppendWorkerFrame(out[:0], reply); err != nil {
-			m.log.Error("encode worker reply", "err", err)
-			return
-		}
-		if now := time.Now(); writeDL.Sub(now) < workerWriteTimeout/2 {
-			writeDL = now.Add(workerWriteTimeout)
-			_ = s.SetWriteDeadline(writeDL)
-		}
-		if _, err := s.Write(out); err != nil {
+		if err := out.write(reply); err != nil {
 			m.log.Debug("worker stream write failed", "worker", bound, "err", err)
 			return
 		}
 		if hb, ok := msg.(*transport.Heartbeat); ok && !hb.Leaving { // a leave waits for a commit
 			m.met.handleSeconds.Observe(time.Since(start).Seconds())
+			m.maybePush(hb.WorkerID)
+		} else if _, ok := msg.(*transport.Register); ok {
+			m.maybePush(id)
 		}
 	}
 }

@@ -78,6 +78,7 @@ type Worker struct {
 	dialFails   int
 	lastRefusal transport.RefuseCode
 	out         []byte
+	jobs        workerJobs // allocations (worker_jobs.go)
 }
 
 type wconn struct {
@@ -130,6 +131,7 @@ func StartWorker(cfg WorkerConfig) (*Worker, error) {
 		pending: map[uint64]time.Time{}, timeout: DefaultSessionTimeout,
 	}
 	w.log = cfg.Logger.With("component", "worker", "worker", id)
+	w.jobs.init()
 	if w.reg == nil {
 		w.reg = prometheus.NewRegistry()
 		w.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -219,9 +221,18 @@ func (w *Worker) run() {
 		select {
 		case <-w.stop.Done():
 			if w.leave.Load() {
+				if w.jobs.runner != nil {
+					w.jobs.runner.Close() // stop the tasks before saying goodbye
+				}
 				w.leaveCluster()
 			}
 			return
+		case <-w.jobs.kickc:
+			w.flushReports(time.Now())
+		case d := <-w.jobs.logc:
+			if w.alive && w.conn != nil {
+				w.write(w.conn, d)
+			}
 		case now := <-tick.C:
 			w.onTick(now)
 		case <-w.kickT.C:

@@ -78,6 +78,15 @@ type WorkerConfig struct {
 	OnFenced func(epoch uint64)
 	// OnAlive is called when the worker registered and holds epoch.
 	OnAlive func(epoch uint64)
+	// Simulate acknowledges allocations without running processes
+	// (benchmarks of the control plane).
+	Simulate bool
+	// SupervisorCmd runs one task's supervisor; default: this binary's
+	// hidden "supervise" command.
+	SupervisorCmd []string
+	// LogRetention keeps the logs of ended allocations this long (0:
+	// forever).
+	LogRetention time.Duration
 	// OnHeartbeatAck is called with the round trip of every acknowledged
 	// heartbeat (benchmarks); it runs on the worker's loop.
 	OnHeartbeatAck func(rtt time.Duration)

@@ -206,7 +206,7 @@ func (w *Worker) read(c *wconn) {
 	br := bufio.NewReaderSize(c.s, 4096)
 	var buf []byte
 	for {
-		m, b, err := transport.ReadWorkerMessage(br, buf)
+		m, b, err := transport.ReadControllerMessage(br, buf)
 		buf = b
 		var cm transport.ControllerMessage
 		if err == nil {

@@ -21,6 +21,8 @@ type sessionMetrics struct {
 	staleRefused         prometheus.Counter
 	redirects            prometheus.Counter
 	badStreams           prometheus.Counter
+	assignments          prometheus.Counter
+	reports              prometheus.Counter
 }
 
 func newSessionMetrics(reg prometheus.Registerer, m *sessionManager) *sessionMetrics {
@@ -51,11 +53,15 @@ func newSessionMetrics(reg prometheus.Registerer, m *sessionManager) *sessionMet
 		badStreams: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "corral_workers_bad_streams_total",
 			Help: "Worker streams closed for a bad preamble, a malformed message or a protocol violation."}),
+		assignments: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "corral_workers_assignments_sent_total", Help: "Allocation assignments sent to workers by this leader."}),
+		reports: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "corral_workers_alloc_reports_total", Help: "Allocation report messages from workers committed by this leader."}),
 	}
 	sm.fencings.WithLabelValues("session_timeout")
 	if reg != nil {
 		reg.MustRegister(sm.heartbeats, sm.handleSeconds, sm.registrations, sm.registrationsRefused, sm.fencings,
-			sm.leaves, sm.staleRefused, sm.redirects, sm.badStreams, &workerStateCollector{m: m})
+			sm.leaves, sm.staleRefused, sm.redirects, sm.badStreams, sm.assignments, sm.reports, &workerStateCollector{m: m})
 	}
 	return sm
 }

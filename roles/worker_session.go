@@ -28,6 +28,7 @@ func (w *Worker) onTick(now time.Time) {
 		w.startProbe(nil, now)
 	}
 	w.sendHeartbeat(w.conn, now, false)
+	w.flushReports(now)
 }
 
 func (w *Worker) onKick(now time.Time) {
@@ -72,9 +73,14 @@ func (w *Worker) sendHeartbeat(c *wconn, now time.Time, leaving bool) {
 	w.seq++
 	w.pending[w.seq] = now
 	w.met.sent.Inc()
+	load := w.load()
+	if w.jobs.runner != nil {
+		load.RunningTasks = w.runningTasks()
+	}
 	w.write(c, &transport.Heartbeat{
-		Seq: w.seq, WorkerID: w.id, Incarnation: w.incarnation, Epoch: w.epoch, Load: w.load(), Leaving: leaving,
+		Seq: w.seq, WorkerID: w.id, Incarnation: w.incarnation, Epoch: w.epoch, Load: load, Leaving: leaving,
 		HeartbeatIntervalMS: uint64(w.cfg.HeartbeatInterval.Milliseconds()), SeenControllerEpoch: w.highestCtrl,
+		AssignVersion: w.jobs.assignVer,
 	})
 }
 
@@ -130,11 +136,18 @@ func (w *Worker) onInbound(in inbound) {
 		w.onRedirect(m)
 	case *transport.Refused:
 		w.onRefused(m)
+	case *transport.Assign:
+		w.onAssign(m)
+	case *transport.ReportAck:
+		w.onReportAck(m)
+	case *transport.LogRequest:
+		w.onLogRequest(m)
 	}
 }
 
 func (w *Worker) becomeAlive(m *transport.Registered) {
 	w.alive, w.epoch = true, m.Epoch
+	w.jobs.reset() // a new epoch starts with nothing: the leader assigns anew
 	if m.SessionTimeoutMS > 0 {
 		w.timeout = time.Duration(m.SessionTimeoutMS) * time.Millisecond
 	}
@@ -298,6 +311,10 @@ func (w *Worker) becomeFenced(reason string, byController bool) {
 		w.met.selfFencings.Inc()
 	}
 	w.log.Warn("worker fenced: stopping work", "epoch", w.epoch, "by_controller", byController, "reason", reason)
+	if w.jobs.runner != nil {
+		w.jobs.runner.KillAll(reason)
+	}
+	w.jobs.reset()
 	if w.cfg.OnFenced != nil {
 		w.cfg.OnFenced(w.epoch)
 	}

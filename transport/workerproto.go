@@ -23,8 +23,11 @@ import (
 const (
 	workerMagic   = "CRWK"
 	workerVersion = 1
-	// MaxWorkerFrame bounds one worker protocol frame.
-	MaxWorkerFrame = 64 << 10
+	// MaxWorkerFrame bounds one frame a worker sends.
+	MaxWorkerFrame = 256 << 10
+	// MaxControllerFrame bounds one frame a controller sends: an
+	// assignment lists every allocation of a worker with their specs.
+	MaxControllerFrame = 16 << 20
 	// Limits on registration contents, checked when decoding.
 	maxWorkerString    = 1024
 	maxWorkerLabels    = 64
@@ -35,10 +38,15 @@ const (
 const (
 	wmRegister     = 1
 	wmHeartbeat    = 2
+	wmAllocReport  = 3
+	wmLogData      = 4
 	wmRegistered   = 10
 	wmHeartbeatAck = 11
 	wmRedirect     = 12
 	wmRefused      = 13
+	wmAssign       = 14
+	wmReportAck    = 15
+	wmLogRequest   = 16
 )
 
 // WorkerMessage is any message of the worker protocol.
@@ -83,6 +91,9 @@ type Heartbeat struct {
 	Leaving             bool
 	HeartbeatIntervalMS uint64
 	SeenControllerEpoch uint64
+	// AssignVersion is the version of the last assignment the worker
+	// applied; the leader sends a new one when its own is newer.
+	AssignVersion uint64
 }
 
 // Registered answers a Register with the worker's new epoch.
@@ -226,7 +237,7 @@ func AppendWorkerFrame(b []byte, m WorkerMessage) ([]byte, error) {
 		b = appendUvarints(b, m.Seq)
 		b = appendStrings(b, m.WorkerID, m.Incarnation)
 		b = appendUvarints(b, m.Epoch, m.Load.CPUMillis, m.Load.MemoryMB, m.Load.RunningTasks, boolU(m.Leaving),
-			m.HeartbeatIntervalMS, m.SeenControllerEpoch)
+			m.HeartbeatIntervalMS, m.SeenControllerEpoch, m.AssignVersion)
 	case *Registered:
 		b = appendUvarints(b, m.ControllerEpoch, m.Seq, m.LeaderID, m.Epoch, m.SessionTimeoutMS)
 	case *HeartbeatAck:
@@ -245,23 +256,37 @@ func AppendWorkerFrame(b []byte, m WorkerMessage) ([]byte, error) {
 		}
 		b = appendStrings(b, msg)
 	default:
-		err = fmt.Errorf("unknown worker message %T", m)
+		b, err = appendAllocMessage(b, m)
 	}
 	if err != nil {
 		return nil, err
 	}
 	n := len(b) - start - 4
-	if n > MaxWorkerFrame {
-		return nil, fmt.Errorf("worker message %T is %d bytes: %w (limit %d)", m, n, errFrameTooLarge, MaxWorkerFrame)
+	limit := MaxWorkerFrame
+	if _, ok := m.(ControllerMessage); ok {
+		limit = MaxControllerFrame
+	}
+	if n > limit {
+		return nil, fmt.Errorf("worker message %T is %d bytes: %w (limit %d)", m, n, errFrameTooLarge, limit)
 	}
 	binary.BigEndian.PutUint32(b[start:], uint32(n))
 	return b, nil
 }
 
-// ReadWorkerMessage reads and decodes one frame; buf is reused when large
-// enough.
+// ReadWorkerMessage reads and decodes one frame a worker sent (at most
+// MaxWorkerFrame bytes); buf is reused when large enough.
 func ReadWorkerMessage(r io.Reader, buf []byte) (WorkerMessage, []byte, error) {
-	frame, err := readFrame(r, MaxWorkerFrame, buf)
+	return readWorkerMessage(r, buf, MaxWorkerFrame)
+}
+
+// ReadControllerMessage reads and decodes one frame a controller sent (at
+// most MaxControllerFrame bytes).
+func ReadControllerMessage(r io.Reader, buf []byte) (WorkerMessage, []byte, error) {
+	return readWorkerMessage(r, buf, MaxControllerFrame)
+}
+
+func readWorkerMessage(r io.Reader, buf []byte, max uint32) (WorkerMessage, []byte, error) {
+	frame, err := readFrame(r, max, buf)
 	if err != nil {
 		return nil, buf, err
 	}
@@ -301,7 +326,7 @@ func DecodeWorkerMessage(p []byte) (WorkerMessage, error) {
 		h := &Heartbeat{Seq: d.uvarint(), WorkerID: d.str(), Incarnation: d.str(), Epoch: d.uvarint()}
 		h.Load = WorkerLoad{CPUMillis: d.uvarint(), MemoryMB: d.uvarint(), RunningTasks: d.uvarint()}
 		h.Leaving = d.flag()
-		h.HeartbeatIntervalMS, h.SeenControllerEpoch = d.uvarint(), d.uvarint()
+		h.HeartbeatIntervalMS, h.SeenControllerEpoch, h.AssignVersion = d.uvarint(), d.uvarint(), d.uvarint()
 		m = h
 	case wmRegistered:
 		m = &Registered{ControllerEpoch: d.uvarint(), Seq: d.uvarint(), LeaderID: d.uvarint(), Epoch: d.uvarint(),
@@ -321,7 +346,7 @@ func DecodeWorkerMessage(p []byte) (WorkerMessage, error) {
 		m = r
 	default:
 		if d.err == nil {
-			d.fail(fmt.Sprintf("unknown message type %d", typ))
+			m = decodeAllocMessage(d, typ)
 		}
 	}
 	if d.err == nil && d.off != len(p) {
@@ -400,12 +425,15 @@ func (d *wdecoder) count(max int) int {
 	return int(v)
 }
 
-func (d *wdecoder) str() string {
+func (d *wdecoder) str() string { return d.strN(maxWorkerString) }
+
+// strN reads a string of at most max bytes.
+func (d *wdecoder) strN(max uint64) string {
 	n := d.uvarint()
 	if d.err != nil {
 		return ""
 	}
-	if n > maxWorkerString || n > uint64(len(d.b)-d.off) {
+	if n > max || n > uint64(len(d.b)-d.off) {
 		d.fail(fmt.Sprintf("string of %d bytes", n))
 		return ""
 	}

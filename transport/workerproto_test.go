@@ -17,12 +17,22 @@ func sampleWorkerMessages() []WorkerMessage {
 		&Register{WorkerID: "w-2", Incarnation: "x"},
 		&Heartbeat{Seq: 1 << 40, WorkerID: "w-1", Incarnation: "abcd", Epoch: 3,
 			Load: WorkerLoad{CPUMillis: 1500, MemoryMB: 900, RunningTasks: 2}, Leaving: true, HeartbeatIntervalMS: 1000,
-			SeenControllerEpoch: 9},
+			SeenControllerEpoch: 9, AssignVersion: 12},
 		&Registered{ControllerEpoch: 9, Seq: 1, LeaderID: 2, Epoch: 4, SessionTimeoutMS: 5000},
 		&HeartbeatAck{ControllerEpoch: 9, Seq: 17, Epoch: 4, SessionTimeoutMS: 5000, Left: true},
 		&Redirect{ControllerEpoch: 9, Seq: 3, LeaderID: 1, LeaderAddr: "127.0.0.1:7001"},
 		&Redirect{ControllerEpoch: 9},
 		&Refused{ControllerEpoch: 9, Seq: 2, Code: RefuseDuplicate, Message: "held by a live session"},
+		&Assign{ControllerEpoch: 9, Epoch: 4, Version: 33, Specs: map[string]string{"a": `{"name":"a"}`, "b": "{}"},
+			Allocs: []AssignedAlloc{{ID: "x1", Job: "a", Desired: "run", RestartGen: 2}, {ID: "x2", Job: "b", Desired: "stop"}}},
+		&Assign{ControllerEpoch: 9, Epoch: 4, Version: 34},
+		&ReportAck{ControllerEpoch: 9, Seq: 5},
+		&LogRequest{ControllerEpoch: 9, ReqID: 8, AllocID: "x1", Stream: "stdout", Offset: -1, Tail: 10, Max: 4096},
+		&AllocReport{Seq: 6, WorkerID: "w-1", Epoch: 4, Statuses: []AllocStatus{
+			{ID: "x1", State: "exited", HasExit: true, ExitCode: -1, Restarts: 2, Message: "killed", AtMS: 1700000000000},
+			{ID: "x2", State: "running", AtMS: 1}}},
+		&LogData{ReqID: 8, Next: 1234, Data: []byte("hello\n")},
+		&LogData{ReqID: 9, Next: -1, Err: "no such allocation"},
 	}
 }
 

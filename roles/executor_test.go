@@ -1,0 +1,433 @@
+package roles
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/corral-dev/corral/metadata"
+)
+
+var (
+	execBinOnce sync.Once
+	execBin     string
+	execBinErr  error
+)
+
+// execCorralBinary builds corral once per test run for `corral supervise`.
+// It lives at a fixed path, replaced atomically, so runs reuse one file
+// instead of leaving a binary behind each time (there is no TestMain to
+// clean up).
+func execCorralBinary(t *testing.T) string {
+	t.Helper()
+	execBinOnce.Do(func() {
+		dir := filepath.Join(os.TempDir(), "corral-executor-test")
+		if execBinErr = os.MkdirAll(dir, 0o755); execBinErr != nil {
+			return
+		}
+		tmp := filepath.Join(dir, fmt.Sprintf("corral.%d", os.Getpid()))
+		out, err := exec.Command("go", "build", "-o", tmp, "github.com/corral-dev/corral").CombinedOutput()
+		if err != nil {
+			execBinErr = fmt.Errorf("go build: %v\n%s", err, out)
+			return
+		}
+		execBin = filepath.Join(dir, "corral")
+		execBinErr = os.Rename(tmp, execBin)
+	})
+	require.NoError(t, execBinErr)
+	return execBin
+}
+
+// execHarness runs an executor with real supervisors and records reports.
+type execHarness struct {
+	t   *testing.T
+	e   *executor
+	dir string
+
+	mu      sync.Mutex
+	reports []allocReport
+	cursor  map[string]int // per alloc: index after the last awaited report
+}
+
+func newExecHarness(t *testing.T, tweak func(*executorConfig)) *execHarness {
+	t.Helper()
+	h := &execHarness{t: t, dir: t.TempDir(), cursor: map[string]int{}}
+	cfg := executorConfig{
+		Dir: h.dir, SupervisorCmd: []string{execCorralBinary(t), "supervise"},
+		RefreshEvery: 100 * time.Millisecond, RefreshTimeout: 5 * time.Second, LostGrace: 200 * time.Millisecond,
+		Report: func(r allocReport) {
+			h.mu.Lock()
+			h.reports = append(h.reports, r)
+			h.mu.Unlock()
+		},
+	}
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	e, err := newExecutor(cfg)
+	require.NoError(t, err)
+	h.e = e
+	t.Cleanup(e.Close)
+	return h
+}
+
+// of returns the reports of one allocation so far.
+func (h *execHarness) of(id string) []allocReport {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []allocReport
+	for _, r := range h.reports {
+		if r.ID == id {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (h *execHarness) states(id string) []string {
+	var s []string
+	for _, r := range h.of(id) {
+		s = append(s, r.State)
+	}
+	return s
+}
+
+// await returns the next report of id, after the last one awaited, and
+// checks its state.
+func (h *execHarness) await(id, state string) allocReport {
+	h.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		rs := h.of(id)
+		h.mu.Lock()
+		i := h.cursor[id]
+		if i < len(rs) {
+			h.cursor[id] = i + 1
+		}
+		h.mu.Unlock()
+		if i < len(rs) {
+			require.Equal(h.t, state, rs[i].State, "report %d of %s: %+v (all: %v)", i, id, rs[i], h.states(id))
+			return rs[i]
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	h.t.Fatalf("no %q report for %s; got %v", state, id, h.states(id))
+	return allocReport{}
+}
+
+// file polls for a file the task writes in its alloc dir.
+func (h *execHarness) file(id, name string) string {
+	h.t.Helper()
+	return waitFile(h.t, filepath.Join(h.dir, id, name))
+}
+
+func (h *execHarness) pid(id string) int {
+	h.t.Helper()
+	pid, err := strconv.Atoi(h.file(id, "pid"))
+	require.NoError(h.t, err)
+	return pid
+}
+
+func shAlloc(id, typ, script string) execAlloc {
+	return execAlloc{ID: id, Job: "job-" + id, Type: typ, Desired: execDesiredRun,
+		Task: metadata.Task{Command: "/bin/sh", Args: []string{"-c", script}, KillTimeout: metadata.Duration(5 * time.Second)}}
+}
+
+func TestExecutor_BatchExitsZero(t *testing.T) {
+	t.Parallel()
+	h := newExecHarness(t, nil)
+	a := shAlloc("b1", metadata.JobBatch, `echo "$CORRAL_ALLOC_ID $CORRAL_JOB $FOO ${HOME:-nohome} $(pwd)"`)
+	a.Task.Env = map[string]string{"FOO": "bar"}
+	h.e.Apply([]execAlloc{a})
+	h.await("b1", execStarting)
+	h.await("b1", execRunning)
+	r := h.await("b1", execExited)
+	require.Equal(t, 0, r.ExitCode)
+	require.Equal(t, 0, r.Restarts)
+	out, _, err := h.e.ReadLog("b1", "stdout", 0, 0, 0)
+	require.NoError(t, err)
+	// The worker's environment (HOME) is not inherited; the workdir is the alloc dir.
+	require.Equal(t, "b1 job-b1 bar nohome "+filepath.Join(h.dir, "b1")+"\n", string(out))
+	require.Equal(t, 0, h.e.Running())
+}
+
+func TestExecutor_RestartPolicyThenFailed(t *testing.T) {
+	t.Parallel()
+	h := newExecHarness(t, nil)
+	a := shAlloc("r1", metadata.JobBatch, "echo run; exit 3")
+	a.Restart = metadata.RestartPolicy{Attempts: 2, Delay: metadata.Duration(50 * time.Millisecond), Backoff: 2}
+	h.e.Apply([]execAlloc{a})
+	h.await("r1", execStarting)
+	h.await("r1", execRunning)
+	for i, want := range []time.Duration{50 * time.Millisecond, 100 * time.Millisecond} {
+		s := h.await("r1", execStarting)
+		require.Contains(t, s.Message, fmt.Sprintf("exited with code 3; restarting in %v (attempt %d of 2)", want, i+1))
+		run := h.await("r1", execRunning)
+		require.GreaterOrEqual(t, run.At.Sub(s.At), want, "restart %d came too early", i+1)
+		require.Equal(t, i+1, run.Restarts)
+	}
+	f := h.await("r1", execFailed)
+	require.Equal(t, 3, f.ExitCode)
+	require.Equal(t, 2, f.Restarts)
+	require.Equal(t, "exited with code 3; 2 restarts spent", f.Message)
+	out, _, err := h.e.ReadLog("r1", "stdout", 0, 0, 0)
+	require.NoError(t, err)
+	require.Equal(t, "run\nrun\nrun\n", string(out), "restarts append to the same log")
+}
+
+func TestExecutor_StartFailureCountsAsExit(t *testing.T) {
+	t.Parallel()
+	h := newExecHarness(t, nil)
+	a := shAlloc("nf", metadata.JobService, "")
+	a.Task.Command, a.Task.Args = "/nonexistent/binary", nil
+	a.Restart = metadata.RestartPolicy{Attempts: 1, Delay: metadata.Duration(10 * time.Millisecond), Backoff: 1}
+	empty := shAlloc("empty", metadata.JobBatch, "")
+	empty.Task.Command = ""
+	h.e.Apply([]execAlloc{a, empty})
+	h.await("nf", execStarting)
+	require.Contains(t, h.await("nf", execStarting).Message, "attempt 1 of 1")
+	f := h.await("nf", execFailed)
+	require.Equal(t, -1, f.ExitCode)
+	require.Contains(t, f.Message, "no such file")
+	require.Contains(t, f.Message, "1 restarts spent")
+	h.await("empty", execStarting)
+	require.Contains(t, h.await("empty", execFailed).Message, "no command")
+}
+
+func TestExecutor_StopSendsSIGTERM(t *testing.T) {
+	t.Parallel()
+	h := newExecHarness(t, nil)
+	a := shAlloc("s1", metadata.JobService, `trap 'echo got-term; exit 5' TERM; echo $$ > pid; while :; do sleep 0.05; done`)
+	h.e.Apply([]execAlloc{a})
+	h.await("s1", execStarting)
+	h.await("s1", execRunning)
+	pid := h.pid("s1")
+	require.Eventually(t, func() bool { return h.e.Running() == 1 }, 10*time.Second, 5*time.Millisecond)
+	a.Desired = execDesiredStop
+	h.e.Apply([]execAlloc{a})
+	r := h.await("s1", execStopped)
+	require.Equal(t, 5, r.ExitCode)
+	require.Equal(t, "stopped by request", r.Message)
+	require.False(t, pidAlive(pid))
+	out, _, err := h.e.ReadLog("s1", "stdout", 0, 0, 0)
+	require.NoError(t, err)
+	require.Contains(t, string(out), "got-term")
+	require.Equal(t, 0, h.e.Running())
+	// A stopped allocation is never started again, even if asked.
+	a.Desired = execDesiredRun
+	h.e.Apply([]execAlloc{a})
+	require.Equal(t, []string{execStarting, execRunning, execStopped}, h.states("s1"))
+}
+
+func TestExecutor_AbsentFromSetIsStopped(t *testing.T) {
+	t.Parallel()
+	h := newExecHarness(t, nil)
+	h.e.Apply([]execAlloc{shAlloc("gone", metadata.JobService, "echo $$ > pid; exec sleep 300")})
+	h.await("gone", execStarting)
+	h.await("gone", execRunning)
+	pid := h.pid("gone")
+	h.e.Apply(nil)
+	h.await("gone", execStopped)
+	require.False(t, pidAlive(pid))
+}
+
+func TestExecutor_KillTimeoutEscalates(t *testing.T) {
+	t.Parallel()
+	h := newExecHarness(t, nil)
+	a := shAlloc("k1", metadata.JobService, `trap '' TERM; echo $$ > pid; sleep 300`)
+	a.Task.KillTimeout = metadata.Duration(200 * time.Millisecond)
+	h.e.Apply([]execAlloc{a})
+	h.await("k1", execRunning)
+	pid := h.pid("k1")
+	a.Desired = execDesiredStop
+	start := time.Now()
+	h.e.Apply([]execAlloc{a})
+	r := h.await("k1", execStopped)
+	took := time.Since(start)
+	require.Equal(t, -1, r.ExitCode, "killed by SIGKILL")
+	require.GreaterOrEqual(t, took, 200*time.Millisecond)
+	require.Less(t, took, 3*time.Second)
+	require.False(t, pidAlive(pid))
+}
+
+func TestExecutor_RestartGenBumpRestarts(t *testing.T) {
+	t.Parallel()
+	h := newExecHarness(t, nil)
+	a := shAlloc("g1", metadata.JobService, `echo x >> starts; echo $$ > pid; exec sleep 300`)
+	a.RestartGen = 4
+	a.Restart = metadata.RestartPolicy{Attempts: 0}
+	h.e.Apply([]execAlloc{a})
+	h.await("g1", execRunning)
+	first := h.pid("g1")
+	a.RestartGen = 5
+	h.e.Apply([]execAlloc{a})
+	s := h.await("g1", execStarting)
+	require.Equal(t, 1, s.Restarts)
+	require.Equal(t, "restarting by request", s.Message)
+	h.await("g1", execRunning)
+	require.False(t, pidAlive(first), "the old process was stopped first")
+	require.Eventually(t, func() bool {
+		b, _ := os.ReadFile(filepath.Join(h.dir, "g1", "starts"))
+		return string(b) == "x\nx\n"
+	}, 10*time.Second, 5*time.Millisecond)
+	require.Equal(t, 1, h.e.Running())
+}
+
+func TestExecutor_KillAllKillsQuickly(t *testing.T) {
+	t.Parallel()
+	h := newExecHarness(t, nil)
+	a := shAlloc("ka", metadata.JobService, `trap '' TERM; echo $$ > pid; sleep 300`)
+	a.Task.KillTimeout = metadata.Duration(time.Minute) // KillAll must not wait for it
+	h.e.Apply([]execAlloc{a})
+	h.await("ka", execRunning)
+	pid := h.pid("ka")
+	start := time.Now()
+	h.e.KillAll("fenced")
+	require.Less(t, time.Since(start), 3*time.Second)
+	require.False(t, pidAlive(pid))
+	require.Equal(t, 0, h.e.Running())
+	require.Equal(t, []string{execStarting, execRunning}, h.states("ka"), "KillAll reports nothing")
+	_, _, err := h.e.ReadLog("ka", "stdout", 0, 0, 0)
+	require.ErrorContains(t, err, "unknown allocation", "KillAll forgets allocations")
+}
+
+func TestExecutor_ReadLog(t *testing.T) {
+	t.Parallel()
+	h := newExecHarness(t, nil)
+	script := `echo line1; echo line2; echo err >&2; while [ ! -f go ]; do sleep 0.02; done; echo line3; echo line4; echo line5`
+	h.e.Apply([]execAlloc{shAlloc("l1", metadata.JobBatch, script)})
+	h.await("l1", execRunning)
+
+	var data []byte
+	var next int64
+	require.Eventually(t, func() bool {
+		var err error
+		data, next, err = h.e.ReadLog("l1", "stdout", 0, 0, 0)
+		require.NoError(t, err)
+		return string(data) == "line1\nline2\n"
+	}, 10*time.Second, 5*time.Millisecond)
+	require.EqualValues(t, 12, next)
+	part, n, err := h.e.ReadLog("l1", "stdout", 0, 0, 3)
+	require.NoError(t, err)
+	require.Equal(t, "lin", string(part))
+	require.EqualValues(t, 3, n)
+
+	require.NoError(t, os.WriteFile(filepath.Join(h.dir, "l1", "go"), nil, 0o644))
+	h.await("l1", execExited)
+	data, next2, err := h.e.ReadLog("l1", "stdout", next, 0, 0)
+	require.NoError(t, err)
+	require.Equal(t, "line3\nline4\nline5\n", string(data))
+	require.EqualValues(t, 30, next2)
+	data, again, err := h.e.ReadLog("l1", "stdout", next2, 0, 0)
+	require.NoError(t, err)
+	require.Empty(t, data)
+	require.Equal(t, next2, again)
+
+	data, end, err := h.e.ReadLog("l1", "stdout", -1, 2, 0)
+	require.NoError(t, err)
+	require.Equal(t, "line4\nline5\n", string(data))
+	require.EqualValues(t, 30, end)
+	data, _, err = h.e.ReadLog("l1", "stdout", -1, 0, 6)
+	require.NoError(t, err)
+	require.Equal(t, "line5\n", string(data))
+	data, _, err = h.e.ReadLog("l1", "stdout", -1, 10, 9)
+	require.NoError(t, err)
+	require.Equal(t, "line5\n", string(data), "a partial first line is dropped")
+	data, _, err = h.e.ReadLog("l1", "stderr", -1, 10, 0)
+	require.NoError(t, err)
+	require.Equal(t, "err\n", string(data))
+
+	_, _, err = h.e.ReadLog("nope", "stdout", 0, 0, 0)
+	require.ErrorContains(t, err, `unknown allocation "nope"`)
+	_, _, err = h.e.ReadLog("l1", "stdin", 0, 0, 0)
+	require.ErrorContains(t, err, "unknown log stream")
+}
+
+func TestExecutor_LogRetentionRemovesDir(t *testing.T) {
+	t.Parallel()
+	h := newExecHarness(t, func(c *executorConfig) { c.LogRetention = 100 * time.Millisecond })
+	a := shAlloc("ret", metadata.JobBatch, "echo hi")
+	h.e.Apply([]execAlloc{a})
+	h.await("ret", execExited)
+	require.Eventually(t, func() bool {
+		_, err := os.Stat(filepath.Join(h.dir, "ret"))
+		return os.IsNotExist(err)
+	}, 10*time.Second, 5*time.Millisecond)
+	_, _, err := h.e.ReadLog("ret", "stdout", 0, 0, 0)
+	require.ErrorContains(t, err, "removed")
+	h.e.Apply([]execAlloc{a}) // still listed: remembered, never rerun
+	h.e.Apply(nil)            // no longer listed: forgotten
+	_, _, err = h.e.ReadLog("ret", "stdout", 0, 0, 0)
+	require.ErrorContains(t, err, "unknown allocation")
+	require.Equal(t, []string{execStarting, execRunning, execExited}, h.states("ret"))
+}
+
+func TestExecutor_ApplyIsIdempotent(t *testing.T) {
+	t.Parallel()
+	h := newExecHarness(t, nil)
+	a := shAlloc("i1", metadata.JobService, `echo x >> starts; exec sleep 300`)
+	h.e.Apply([]execAlloc{a})
+	h.e.Apply([]execAlloc{a})
+	h.await("i1", execRunning)
+	h.e.Apply([]execAlloc{a})
+	h.e.Apply([]execAlloc{a, a})
+	a.Desired = execDesiredStop
+	h.e.Apply([]execAlloc{a})
+	h.await("i1", execStopped)
+	require.Equal(t, []string{execStarting, execRunning, execStopped}, h.states("i1"))
+	b, err := os.ReadFile(filepath.Join(h.dir, "i1", "starts"))
+	require.NoError(t, err)
+	require.Equal(t, "x\n", string(b))
+}
+
+func TestExecutor_BadInput(t *testing.T) {
+	t.Parallel()
+	h := newExecHarness(t, nil)
+	h.e.Apply([]execAlloc{
+		shAlloc("../escape", metadata.JobBatch, "echo no"),
+		{ID: "never", Desired: execDesiredStop},
+		{ID: "weird", Desired: "dance"},
+	})
+	require.Contains(t, h.await("../escape", execFailed).Message, "invalid allocation id")
+	require.Equal(t, -1, h.await("never", execStopped).ExitCode)
+	_, _, err := h.e.ReadLog("never", "stdout", 0, 0, 0)
+	require.ErrorContains(t, err, "no logs")
+	_, _, err = h.e.ReadLog("weird", "stdout", 0, 0, 0)
+	require.ErrorContains(t, err, "unknown allocation")
+	_, err = os.Stat(filepath.Join(filepath.Dir(h.dir), "escape"))
+	require.True(t, os.IsNotExist(err))
+	_, err = newExecutor(executorConfig{Dir: h.dir})
+	require.Error(t, err)
+}
+
+func TestExecutor_LastLines(t *testing.T) {
+	for _, c := range []struct {
+		in      string
+		n       int
+		partial bool
+		want    string
+	}{
+		{"a\nb\nc\n", 2, false, "b\nc\n"},
+		{"a\nb\nc", 2, false, "b\nc"},
+		{"a\nb\n", 5, false, "a\nb\n"},
+		{"xa\nb\n", 5, true, "b\n"},
+		{"abc", 1, true, "abc"},
+		{"", 3, false, ""},
+	} {
+		require.Equal(t, c.want, string(execLastLines([]byte(c.in), c.n, c.partial)), "%q n=%d", c.in, c.n)
+	}
+	p := metadata.RestartPolicy{Delay: metadata.Duration(time.Second), Backoff: 2, MaxDelay: metadata.Duration(5 * time.Second)}
+	var got []time.Duration
+	for n := range 5 {
+		got = append(got, execBackoff(p, n))
+	}
+	require.Equal(t, []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 5 * time.Second, 5 * time.Second}, got)
+	require.Equal(t, metadata.MaxRestartDelay, execBackoff(metadata.RestartPolicy{Delay: metadata.Duration(time.Hour), Backoff: 10}, 1000))
+}

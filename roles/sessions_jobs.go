@@ -1,0 +1,292 @@
+package roles
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/corral-dev/corral/metadata"
+	"github.com/corral-dev/corral/transport"
+)
+
+// The leader's side of running work on workers. Assignments are
+// level-triggered: a worker is sent its complete set of allocations
+// whenever the replicated set changes (pushLoop) or a heartbeat shows it
+// has an older version, so a lost message or a failover only delays it.
+// Reports are batched from every worker into one raft entry (reportLoop)
+// and acknowledged once committed; a worker repeats them until then.
+
+// streamWriter serialises writes to one worker stream: replies from the
+// stream's goroutine, assignments from the pusher, log requests from HTTP
+// handlers.
+type streamWriter struct {
+	mu  sync.Mutex
+	s   transport.Stream
+	buf []byte
+	dl  time.Time
+}
+
+func (w *streamWriter) write(m transport.WorkerMessage) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	b, err := transport.AppendWorkerFrame(w.buf[:0], m)
+	if err != nil {
+		return err
+	}
+	if cap(b) <= 64<<10 {
+		w.buf = b
+	}
+	if now := time.Now(); w.dl.Sub(now) < workerWriteTimeout/2 {
+		w.dl = now.Add(workerWriteTimeout)
+		_ = w.s.SetWriteDeadline(w.dl)
+	}
+	_, err = w.s.Write(b)
+	return err
+}
+
+type pendingReport struct {
+	msg *transport.AllocReport
+	out *streamWriter
+}
+
+type sessionJobs struct {
+	pushKick   chan struct{}
+	reportKick chan struct{}
+
+	mu      sync.Mutex
+	reports []pendingReport
+	nextReq uint64
+	logWait map[uint64]logWaiter
+}
+
+type logWaiter struct {
+	worker string
+	ch     chan *transport.LogData
+}
+
+func (j *sessionJobs) init() {
+	j.pushKick = make(chan struct{}, 1)
+	j.reportKick = make(chan struct{}, 1)
+	j.logWait = map[uint64]logWaiter{}
+}
+
+func kick(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// assignmentsChanged is called after apply committed something that may
+// change what workers must run.
+func (m *sessionManager) assignmentsChanged() { kick(m.jobs.pushKick) }
+
+// pushLoop sends new assignments to every live session whose replicated
+// version moved past what it was sent. Pushes are coalesced: at most one
+// pass per 10 ms however many entries commit.
+func (m *sessionManager) pushLoop() {
+	for {
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-m.jobs.pushKick:
+		}
+		m.mu.Lock()
+		ids := make([]string, 0, len(m.sessions))
+		if m.ready {
+			for id := range m.sessions {
+				ids = append(ids, id)
+			}
+		}
+		m.mu.Unlock()
+		for _, id := range ids {
+			m.maybePush(id)
+		}
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// maybePush sends the worker its assignment if it changed since the last
+// one sent on its current stream.
+func (m *sessionManager) maybePush(id string) {
+	st := m.c.State()
+	ver := st.AssignVersion(id)
+	m.mu.Lock()
+	s := m.sessions[id]
+	if s == nil || s.out == nil || s.fencing || !m.ready || ver <= s.sentVersion {
+		m.mu.Unlock()
+		return
+	}
+	epoch, out, ctrl := s.epoch, s.out, m.ctrlEpoch
+	s.sentVersion = ver
+	m.mu.Unlock()
+	as, ok := st.WorkerAssignment(id)
+	if !ok || as.Epoch != epoch {
+		return
+	}
+	msg := &transport.Assign{ControllerEpoch: ctrl, Epoch: epoch, Version: as.Version, Specs: map[string]string{}}
+	for name, spec := range as.Specs {
+		b, err := json.Marshal(spec)
+		if err != nil {
+			continue
+		}
+		msg.Specs[name] = string(b)
+	}
+	for _, a := range as.Allocs {
+		msg.Allocs = append(msg.Allocs, transport.AssignedAlloc{ID: a.ID, Job: a.Job, Desired: a.Desired, RestartGen: a.RestartGen})
+	}
+	if err := out.write(msg); err != nil {
+		m.log.Debug("could not send an assignment", "worker", id, "err", err)
+		m.mu.Lock()
+		if s := m.sessions[id]; s != nil && s.out == out {
+			s.sentVersion = 0
+		}
+		m.mu.Unlock()
+		return
+	}
+	m.met.assignments.Inc()
+}
+
+func (j *sessionJobs) enqueueReport(msg *transport.AllocReport, out *streamWriter) {
+	j.mu.Lock()
+	j.reports = append(j.reports, pendingReport{msg: msg, out: out})
+	j.mu.Unlock()
+	kick(j.reportKick)
+}
+
+// maxReportBatch bounds the statuses committed in one entry.
+const maxReportBatch = 20000
+
+// reportLoop commits the reports that arrived since the last commit as
+// one entry, then acknowledges each. Only a leader commits: a follower's
+// queue is dropped (the workers repeat their reports to the next leader).
+func (m *sessionManager) reportLoop() {
+	for {
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-m.jobs.reportKick:
+		}
+		for m.commitReports() {
+		}
+	}
+}
+
+func (m *sessionManager) commitReports() bool {
+	m.jobs.mu.Lock()
+	batch, n := m.jobs.reports, 0
+	cut := len(batch)
+	for i, r := range batch {
+		n += len(r.msg.Statuses)
+		if n > maxReportBatch && i > 0 {
+			cut = i
+			break
+		}
+	}
+	batch, m.jobs.reports = batch[:cut], append([]pendingReport(nil), batch[cut:]...)
+	more := len(m.jobs.reports) > 0
+	m.jobs.mu.Unlock()
+	if len(batch) == 0 {
+		return false
+	}
+	m.mu.Lock()
+	ctrl, leading := m.ctrlEpoch, m.leading
+	m.mu.Unlock()
+	if !leading {
+		return more
+	}
+	upd := metadata.AllocUpdates{}
+	for _, r := range batch {
+		wr := metadata.WorkerReports{Worker: r.msg.WorkerID, Epoch: r.msg.Epoch}
+		for _, st := range r.msg.Statuses {
+			rep := metadata.AllocReport{ID: st.ID, State: metadata.AllocState(st.State), Restarts: int(st.Restarts),
+				Message: st.Message, AtMS: int64(st.AtMS)}
+			if st.HasExit {
+				code := int(st.ExitCode)
+				rep.ExitCode = &code
+			}
+			wr.Reports = append(wr.Reports, rep)
+		}
+		upd.Workers = append(upd.Workers, wr)
+	}
+	cmd, err := metadata.NewWorkerCommand(metadata.OpAllocUpdate, upd)
+	if err == nil {
+		var res metadata.Result
+		res, err = m.c.Propose(m.ctx, cmd)
+		if err == nil {
+			err = res.Err
+		}
+	}
+	if err != nil {
+		if m.ctx.Err() == nil && !errors.Is(err, ErrStopped) {
+			m.log.Warn("could not commit allocation reports; workers will repeat them", "reports", len(batch), "err", err)
+		}
+		return more
+	}
+	m.met.reports.Add(float64(len(batch)))
+	for _, r := range batch {
+		_ = r.out.write(&transport.ReportAck{ControllerEpoch: ctrl, Seq: r.msg.Seq})
+	}
+	return more
+}
+
+// fetchLog asks a worker for a piece of an allocation's log over its
+// session and waits for the answer.
+func (m *sessionManager) fetchLog(ctx context.Context, worker string, req transport.LogRequest) (*transport.LogData, error) {
+	m.mu.Lock()
+	s := m.sessions[worker]
+	if !m.leading {
+		m.mu.Unlock()
+		return nil, errNotLeader
+	}
+	if s == nil || s.out == nil {
+		m.mu.Unlock()
+		return nil, &apiError{Status: 503, Code: "worker_unreachable",
+			Message: fmt.Sprintf("worker %s has no live session with this leader; its logs cannot be read now", worker)}
+	}
+	out := s.out
+	req.ControllerEpoch = m.ctrlEpoch
+	m.mu.Unlock()
+
+	ch := make(chan *transport.LogData, 1)
+	m.jobs.mu.Lock()
+	m.jobs.nextReq++
+	req.ReqID = m.jobs.nextReq
+	m.jobs.logWait[req.ReqID] = logWaiter{worker: worker, ch: ch}
+	m.jobs.mu.Unlock()
+	defer func() {
+		m.jobs.mu.Lock()
+		delete(m.jobs.logWait, req.ReqID)
+		m.jobs.mu.Unlock()
+	}()
+	if err := out.write(&req); err != nil {
+		return nil, fmt.Errorf("ask worker %s for logs: %w", worker, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	select {
+	case d := <-ch:
+		return d, nil
+	case <-ctx.Done():
+		return nil, &apiError{Status: 504, Code: "timeout", Message: fmt.Sprintf("worker %s did not answer the log request", worker)}
+	}
+}
+
+func (j *sessionJobs) deliverLog(worker string, d *transport.LogData) {
+	j.mu.Lock()
+	w, ok := j.logWait[d.ReqID]
+	j.mu.Unlock()
+	if ok && w.worker == worker { // a worker answers only its own requests
+		select {
+		case w.ch <- d:
+		default:
+		}
+	}
+}
