@@ -40,7 +40,7 @@ func reconcile(sj *metadata.SchedJob, workers map[string]*metadata.Worker) decis
 		return d
 	}
 	var (
-		counted, runningNew, transit int
+		counted, runningNew, transit, failed int
 		old, migrating, extra        []string
 		live                         int
 	)
@@ -52,8 +52,13 @@ func reconcile(sj *metadata.SchedJob, workers map[string]*metadata.Worker) decis
 		}
 		switch {
 		case a.State.Terminal():
-			if a.JobVersion == j.Version && countsWhenEnded(j, a) {
+			if a.JobVersion != j.Version {
+				break
+			}
+			if countsWhenEnded(j, a) {
 				counted++
+			} else if a.State == metadata.AllocFailed {
+				failed++
 			}
 		case a.Desired == metadata.DesiredStop:
 			transit++
@@ -70,6 +75,9 @@ func reconcile(sj *metadata.SchedJob, workers map[string]*metadata.Worker) decis
 				transit++
 			}
 		}
+	}
+	if failed >= maxFailedReschedules(j.Spec.Count) {
+		counted += failed // give up: the failures stay as they are
 	}
 	switch {
 	case batch && len(old) > 0:
@@ -102,6 +110,12 @@ func reconcile(sj *metadata.SchedJob, workers map[string]*metadata.Worker) decis
 	}
 	return d
 }
+
+// maxFailedReschedules bounds how many allocations of one job version may
+// fail (restarts spent) before the scheduler stops replacing them: a task
+// that cannot run anywhere must not cycle through the cluster forever.
+// Lost allocations (their worker died) are always replaced.
+func maxFailedReschedules(count int) int { return max(3, count) }
 
 // countsWhenEnded: a succeeded batch allocation is done for good, and a
 // job that does not reschedule keeps its failed and lost allocations as
