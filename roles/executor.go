@@ -242,6 +242,10 @@ func (e *executor) KillAll(reason string) {
 		if !r.terminal {
 			e.dying[id] = r
 		}
+		if r.dir != "" && r.retention == nil && e.cfg.LogRetention > 0 {
+			// Forgotten, but its logs must not stay on disk forever.
+			r.retention = time.AfterFunc(e.cfg.LogRetention, r.expire)
+		}
 	}
 	e.runners = make(map[string]*execRunner)
 	e.mu.Unlock()
