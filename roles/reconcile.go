@@ -41,8 +41,8 @@ func reconcile(sj *metadata.SchedJob, workers map[string]*metadata.Worker) decis
 	}
 	var (
 		counted, runningNew, transit, failed int
-		old, migrating, extra        []string
-		live                         int
+		old, migrating, extra                []string
+		live                                 int
 	)
 	batch := j.Spec.Type == metadata.JobBatch
 	for i := range sj.Allocs {
