@@ -138,6 +138,7 @@ func (c *Controller) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/snapshot", c.handleSnapshot)
 	c.registerCoordRoutes(mux) // leases, watches, locks, elections, services (http_coord.go)
 	c.registerJobRoutes(mux)   // jobs, allocations, logs, drain (http_jobs.go)
+	c.registerUIRoutes(mux)    // dashboard under /ui/, / redirects there, GET /v1/events (http_ui.go)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, &apiError{Code: "not_found",
 			Message: fmt.Sprintf("no route for %s %s; see docs/API.md", r.Method, r.URL.Path)})
@@ -159,7 +160,11 @@ func (c *Controller) auth(next http.Handler) http.Handler {
 	})
 }
 
-func isOpenPath(p string) bool { return p == "/healthz" || p == "/readyz" || p == "/metrics" }
+// isOpenPath: probes, metrics and the dashboard's static files (the page
+// sends the token the user enters with its API calls) need no token.
+func isOpenPath(p string) bool {
+	return p == "/healthz" || p == "/readyz" || p == "/metrics" || p == "/" || p == "/ui" || strings.HasPrefix(p, "/ui/")
+}
 
 type statusRecorder struct {
 	http.ResponseWriter

@@ -1,0 +1,110 @@
+// API access: every request goes to the controller that served this page
+// (same origin, so no CORS is needed) with the token the user entered.
+import {reportFailure} from './conn.js';
+
+const TOKEN_KEY = 'corral.token';
+
+// The token lives in sessionStorage: it survives reloads of this tab but
+// is never written to disk or shared with other tabs.
+export function getToken() {
+  return sessionStorage.getItem(TOKEN_KEY) || '';
+}
+
+export function setToken(t) {
+  if (t) sessionStorage.setItem(TOKEN_KEY, t);
+  else sessionStorage.removeItem(TOKEN_KEY);
+}
+
+export function authHeaders(extra) {
+  const hdr = {...(extra || {})};
+  const t = getToken();
+  if (t) hdr.Authorization = `Bearer ${t}`;
+  return hdr;
+}
+
+// APIError carries the API's JSON error body: its text says what to do.
+export class APIError extends Error {
+  constructor(status, body, path) {
+    const text = body && body.error ? body.error : `HTTP ${status} from ${path}`;
+    super(text);
+    this.status = status;
+    this.code = (body && body.code) || '';
+    this.fields = (body && body.fields) || [];
+    this.body = body;
+  }
+
+  // describe is the message shown next to a failed action.
+  describe() {
+    const hint = this.code === 'unauthorized' ? ' Enter the API token at the top of the page.' : '';
+    return `${this.message}${this.code ? ` (${this.code}, HTTP ${this.status})` : ''}${hint}`;
+  }
+}
+
+// NetworkError: the controller did not answer at all.
+export class NetworkError extends Error {
+  describe() {
+    return `${this.message}: the controller did not answer.`;
+  }
+}
+
+export function describe(err) {
+  return err && typeof err.describe === 'function' ? err.describe() : String(err && err.message ? err.message : err);
+}
+
+// api sends one request. body (an object) is sent as JSON, or as is when it
+// is a string. opts.text returns the body as text; opts.raw the Response.
+export async function api(method, path, body, opts = {}) {
+  const headers = authHeaders();
+  let payload;
+  if (body !== undefined && body !== null) {
+    payload = typeof body === 'string' ? body : JSON.stringify(body);
+    headers['Content-Type'] = opts.contentType || 'application/json';
+  }
+  const timeout = AbortSignal.timeout(opts.timeout || 15000);
+  const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
+  let res;
+  try {
+    res = await fetch(path, {method, headers, body: payload, signal, cache: 'no-store'});
+  } catch (e) {
+    if (opts.signal && opts.signal.aborted) throw e;
+    // A refused connection means this controller may be gone: let the
+    // connection monitor look for another one.
+    if (e instanceof TypeError) reportFailure();
+    throw new NetworkError(`${method} ${path} failed (${e.name === 'TimeoutError' ? 'timed out' : e.message})`);
+  }
+  if (opts.raw) return res;
+  if (!res.ok) {
+    let b = null;
+    try {
+      b = await res.json();
+    } catch {
+      // not JSON: the status says enough
+    }
+    throw new APIError(res.status, b, path);
+  }
+  if (opts.text) return res.text();
+  return res.json();
+}
+
+export const get = (path, opts) => api('GET', path, null, opts);
+export const post = (path, body, opts) => api('POST', path, body === undefined ? {} : body, opts);
+export const del = (path, opts) => api('DELETE', path, null, opts);
+
+// enc escapes one path segment (names and ids are user input).
+export const enc = encodeURIComponent;
+
+// keyPath escapes a key for /v1/kv/{key...}: its slashes stay slashes.
+export function keyPath(k) {
+  return k.split('/').map(encodeURIComponent).join('/');
+}
+
+// optional runs a GET for an API that may not exist on this server yet
+// (the jobs routes): it resolves null when the route is unknown.
+export async function optional(path, opts) {
+  try {
+    return await get(path, opts);
+  } catch (e) {
+    if (e instanceof APIError && e.status === 404 && /no route/.test(e.message)) return null;
+    throw e;
+  }
+}
