@@ -38,6 +38,8 @@ func App() *cli.App {
 			leaseCommand(),  // coord.go
 			watchCommand(),  // coord.go
 			workerCommand(), // worker.go
+			jobCommand(),    // job.go
+			allocCommand(),  // alloc.go
 			serviceCommand(),
 		},
 		Action: func(c *cli.Context) error {

@@ -107,9 +107,51 @@ func parseControllerAddrs(s string) ([]string, error) {
 func workerCommand() *cli.Command {
 	return &cli.Command{
 		Name:        "worker",
-		Usage:       "inspect the cluster's workers",
-		Subcommands: []*cli.Command{workerListCommand()},
-		Action:      groupCommand("worker", "list"),
+		Usage:       "inspect and drain the cluster's workers",
+		Subcommands: []*cli.Command{workerListCommand(), workerDrainCommand()},
+		Action:      groupCommand("worker", "list", "drain"),
+	}
+}
+
+func workerDrainCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "drain",
+		Usage:     "stop placing allocations on worker ID and move its services elsewhere (--undo: take work again)",
+		ArgsUsage: "ID",
+		Description: "Batch allocations already running on the worker finish there. The drain survives the worker's\n" +
+			"restarts until undone. Example: corral worker drain w-1; corral worker drain --undo w-1",
+		Flags: append(clientFlags(),
+			&cli.BoolFlag{Name: "undo", EnvVars: envVars("undo"), Usage: "end the drain: the worker takes new allocations again"}),
+		Action: func(c *cli.Context) error {
+			if err := wantArgs(c, 1); err != nil {
+				return err
+			}
+			id := c.Args().First()
+			cl, err := newClient(c)
+			if err != nil {
+				return err
+			}
+			drain := !c.Bool("undo")
+			d, err := cl.DrainWorker(c.Context, id, drain)
+			if errors.Is(err, client.ErrWorkerNotFound) {
+				return fmt.Errorf("worker %s not found; list the workers with 'corral worker list'", printable(id, 128))
+			}
+			if err != nil {
+				return explainChange("drain worker", err, "check with 'corral worker list', or run the command again")
+			}
+			name := printable(d.Worker, 128)
+			switch {
+			case drain && d.State == "draining":
+				_, err = fmt.Fprintf(c.App.Writer, "worker %s is draining: it gets no new allocations and its services move "+
+					"to other workers (undo with 'corral worker drain --undo %s')\n", name, name)
+			case drain:
+				_, err = fmt.Fprintf(c.App.Writer, "worker %s is %s; it will drain if it comes back (undo with 'corral worker drain --undo %s')\n",
+					name, d.State, name)
+			default:
+				_, err = fmt.Fprintf(c.App.Writer, "worker %s is no longer draining (state %s)\n", name, d.State)
+			}
+			return err
+		},
 	}
 }
 
