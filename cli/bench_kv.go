@@ -24,9 +24,10 @@ func benchCommand() *cli.Command {
 	return &cli.Command{
 		Name:   "bench",
 		Usage:  "measure a running cluster",
-		Action: groupCommand("bench", "kv", "lock", "watch", "lease", "workers"),
+		Action: groupCommand("bench", "kv", "lock", "watch", "lease", "workers", "schedule"),
 		Subcommands: []*cli.Command{
 			benchKVCommand(), benchLockCommand(), benchWatchCommand(), benchLeaseCommand(), benchWorkersCommand(),
+			benchScheduleCommand(),
 		},
 	}
 }

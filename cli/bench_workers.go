@@ -237,11 +237,18 @@ func without(list []string, x string) []string {
 
 func startSimWorker(run *benchRun, cfg benchWorkersConfig, id, dataDir string, ctrls []string,
 	d transport.StreamDialer, logger *slog.Logger) (*simWorker, error) {
+	return startSimWorkerWith(run, cfg, id, dataDir, ctrls, d, logger, false)
+}
+
+// startSimWorkerWith starts one simulated worker; simulate makes it
+// acknowledge allocations without running processes (bench schedule).
+func startSimWorkerWith(run *benchRun, cfg benchWorkersConfig, id, dataDir string, ctrls []string,
+	d transport.StreamDialer, logger *slog.Logger, simulate bool) (*simWorker, error) {
 	sim := &simWorker{}
 	var wasAlive atomic.Bool
 	w, err := roles.StartWorker(roles.WorkerConfig{
 		ID: id, DataDir: dataDir, Controllers: ctrls, HeartbeatInterval: cfg.interval, Dialer: d, Logger: logger,
-		CPUMillis: 4000, MemoryMB: 8192, Labels: map[string]string{"bench": "true"},
+		CPUMillis: 4000, MemoryMB: 8192, Labels: map[string]string{"bench": "true"}, Simulate: simulate,
 		// Its own small registry: the default one would add Go runtime
 		// collectors per simulated worker.
 		Registry: prometheus.NewRegistry(),
