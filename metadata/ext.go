@@ -44,11 +44,6 @@ type extState struct {
 	idx jobIndex
 }
 
-func (e *extState) empty() bool {
-	b, _ := json.Marshal(e)
-	return string(b) == "{}"
-}
-
 func (e *extState) encode() []byte {
 	b, err := json.Marshal(e)
 	if err != nil {

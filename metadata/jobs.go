@@ -79,6 +79,11 @@ type Job struct {
 	// from a deposed leader) can never both place the same missing
 	// allocation.
 	PlanSeq uint64 `json:"plan_seq"`
+	// WaitRunning: the last plan waits for allocations to start running
+	// (a rolling update or a drain proceeds as they do), so a "running"
+	// report asks for an evaluation. Otherwise only ends do: a busy
+	// cluster's start reports must not flood the scheduler.
+	WaitRunning bool `json:"wait_running,omitempty"`
 	// Unplaced allocations could not be placed; Reason says why.
 	Unplaced      int        `json:"unplaced,omitempty"`
 	Reason        string     `json:"reason,omitempty"`
@@ -348,8 +353,11 @@ func (s *State) SchedulerView(jobs []string) SchedView {
 			continue
 		}
 		sj := SchedJob{Job: j.clone()}
+		sj.Allocs = make([]Allocation, 0, len(s.ext.idx.byJob[name]))
 		for _, a := range s.ext.idx.byJob[name] {
-			sj.Allocs = append(sj.Allocs, a.clone())
+			c := *a // the scheduler reads no history: a shallow copy will do
+			c.History = nil
+			sj.Allocs = append(sj.Allocs, c)
 		}
 		sortAllocs(sj.Allocs)
 		v.Jobs = append(v.Jobs, sj)

@@ -3,6 +3,7 @@ package metadata
 import (
 	"errors"
 	"fmt"
+	"sort"
 )
 
 // ErrJobNotFound and ErrAllocNotFound name missing objects.
@@ -52,6 +53,9 @@ type JobPlan struct {
 	StopReason string `json:"stop_reason,omitempty"`
 	Unplaced   int    `json:"unplaced,omitempty"`
 	Reason     string `json:"reason,omitempty"`
+	// WaitRunning asks for an evaluation when an allocation of the job
+	// starts running (see Job.WaitRunning).
+	WaitRunning bool `json:"wait_running,omitempty"`
 }
 
 // NewAlloc is one placement: a fresh allocation id on a worker epoch.
@@ -268,9 +272,10 @@ func (s *State) applyJobPlan(jp *JobPlan, at int64) {
 		j.event(at, fmt.Sprintf("stopping %d allocation(s): %s", len(jp.Stop), jp.StopReason))
 	}
 	if jp.Unplaced > 0 && (jp.Unplaced != j.Unplaced || jp.Reason != j.Reason) {
-		j.event(at, fmt.Sprintf("%d allocation(s) not placed: %s", jp.Unplaced, jp.Reason))
+		j.event(at, jp.Reason)
 	}
-	j.Unplaced, j.Reason = jp.Unplaced, jp.Reason
+	j.Unplaced, j.Reason, j.WaitRunning = jp.Unplaced, jp.Reason, jp.WaitRunning
+	s.gcAllocs(j)
 	j.PlanSeq++
 	if jp.EvalSeq > j.EvaluatedSeq {
 		j.EvaluatedSeq = min(jp.EvalSeq, j.EvalSeq)
@@ -329,7 +334,7 @@ func (s *State) applyReport(worker string, epoch uint64, r *AllocReport) bool {
 		}
 		s.bumpAssign(worker)
 	}
-	if j := s.ext.Jobs[a.Job]; j != nil && (r.State.Terminal() || r.State == AllocRunning) {
+	if j := s.ext.Jobs[a.Job]; j != nil && (r.State.Terminal() || (r.State == AllocRunning && j.WaitRunning)) {
 		s.wantEval(j)
 	}
 	return true
@@ -418,4 +423,39 @@ func (s *State) applyAllocRestart(c *Command) Result {
 	a.History = appendHistory(a.History, AllocEvent{State: a.State, AtMS: r.AtMS, Message: "restart requested"})
 	s.bumpAssign(a.Worker)
 	return Result{Revision: s.revision}
+}
+
+// keepEnded is how many ended allocations a job keeps for inspection
+// (besides the succeeded ones of a batch job's current version, which it
+// needs to know it is complete). Older ones are dropped, so a crash-looping
+// service or a cluster that lost many workers does not grow the state
+// without bound.
+const keepEnded = 20
+
+// gcAllocs drops a job's oldest ended allocations beyond keepEnded. It runs
+// when a plan for the job applies: after every end, an evaluation follows.
+func (s *State) gcAllocs(j *Job) {
+	var ended []*Allocation
+	for _, a := range s.ext.idx.byJob[j.Name] {
+		if !a.State.Terminal() {
+			continue
+		}
+		if j.Spec.Type == JobBatch && a.JobVersion == j.Version && a.State == AllocExited && a.ExitCode != nil && *a.ExitCode == 0 {
+			continue
+		}
+		ended = append(ended, a)
+	}
+	if len(ended) <= keepEnded {
+		return
+	}
+	sort.Slice(ended, func(i, k int) bool {
+		if ended[i].EndedAtMS != ended[k].EndedAtMS {
+			return ended[i].EndedAtMS < ended[k].EndedAtMS
+		}
+		return ended[i].ID < ended[k].ID
+	})
+	for _, a := range ended[:len(ended)-keepEnded] {
+		delete(s.ext.Allocs, a.ID)
+		s.ext.idx.remove(a)
+	}
 }

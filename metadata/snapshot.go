@@ -48,8 +48,8 @@ func (s *State) Snapshot() ([]byte, error) {
 	applied, rev, cid := s.applied, s.revision, s.clusterID
 	tree := s.kvs.Clone()
 	var ext []byte
-	if !s.ext.empty() {
-		ext = s.ext.encode()
+	if b := s.ext.encode(); string(b) != "{}" {
+		ext = b
 	}
 	s.mu.Unlock()
 	return encodeSnapshot(applied, rev, cid, tree, ext), nil

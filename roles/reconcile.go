@@ -10,6 +10,9 @@ type decision struct {
 	stop       []string
 	stopReason string
 	need       int
+	// waitRunning: the next step waits for allocations to run (a rolling
+	// update or a drain in progress).
+	waitRunning bool
 }
 
 // reconcile compares a job's allocations with its spec, in the manner of
@@ -95,6 +98,11 @@ func reconcile(sj *metadata.SchedJob, workers map[string]*metadata.Worker) decis
 		if d.stopReason == "" {
 			d.stopReason = "worker draining"
 		}
+	} else if len(migrating) > 0 {
+		d.waitRunning = true
+	}
+	if !batch && len(old) > 0 {
+		d.waitRunning = true
 	}
 	if d.need < 0 {
 		// Scale down: stop the newest first.

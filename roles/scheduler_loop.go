@@ -194,11 +194,19 @@ func (s *scheduler) plan(view metadata.SchedView, term uint64) metadata.Plan {
 		pool = append(pool, sw)
 		poolByID[w.ID] = sw
 	}
+	budget := maxPlacementsPerPlan
 	for i := range view.Jobs {
+		if budget <= 0 {
+			break // the other jobs stay pending for the next pass
+		}
 		sj := &view.Jobs[i]
 		d := reconcile(sj, byID)
+		partial := d.need > budget
+		if partial {
+			d.need = budget
+		}
 		jp := metadata.JobPlan{Job: sj.Job.Name, Version: sj.Job.Version, PlanSeq: sj.Job.PlanSeq, EvalSeq: sj.Job.EvalSeq,
-			Stop: d.stop, StopReason: d.stopReason}
+			Stop: d.stop, StopReason: d.stopReason, WaitRunning: d.waitRunning}
 		if d.need > 0 {
 			for _, w := range pool {
 				w.JobAllocs = 0
@@ -214,12 +222,21 @@ func (s *scheduler) plan(view metadata.SchedView, term uint64) metadata.Plan {
 			}
 			if missing := d.need - len(res.Placements); missing > 0 {
 				jp.Unplaced, jp.Reason = missing, res.Reason
+			} else if partial {
+				jp.EvalSeq = sj.Job.EvaluatedSeq // not done: stay pending
 			}
+			budget -= len(res.Placements)
 		}
 		plan.Jobs = append(plan.Jobs, jp)
 	}
 	return plan
 }
+
+// maxPlacementsPerPlan bounds one plan entry (about 100 bytes a
+// placement): applying a multi-megabyte entry would hold the raft loop
+// long enough to delay heartbeats to followers. A job that needs more is
+// placed over several passes: its evaluation stays pending until done.
+const maxPlacementsPerPlan = 5000
 
 func newAllocID() string {
 	var b [8]byte
