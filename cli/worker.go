@@ -32,6 +32,8 @@ func workerRunFlags() []cli.Flag {
 			Usage: "combined role: HOST:PORT for the worker's /healthz, /readyz and /metrics (--http-addr is the API)"},
 		&cli.DurationFlag{Name: "session-timeout", Value: roles.DefaultSessionTimeout, EnvVars: envVars("session-timeout"),
 			Usage: "controller: how long a worker may be silent before the leader fences it"},
+		&cli.DurationFlag{Name: "log-retention", Value: 24 * time.Hour, EnvVars: envVars("log-retention"),
+			Usage: "worker: keep the logs of ended allocations this long (0: forever)"},
 	}
 }
 
@@ -66,6 +68,9 @@ func workerConfig(c *cli.Context, combined bool) (roles.WorkerConfig, error) {
 	cfg.HeartbeatInterval = c.Duration("heartbeat-interval")
 	if cfg.HeartbeatInterval <= 0 {
 		return cfg, errors.New("--heartbeat-interval must be positive, e.g. 1s")
+	}
+	if cfg.LogRetention = c.Duration("log-retention"); cfg.LogRetention < 0 {
+		return cfg, errors.New("--log-retention must not be negative (0 keeps logs forever)")
 	}
 	if cfg.Logger, err = newLogger(c, c.App.ErrWriter); err != nil {
 		return cfg, err

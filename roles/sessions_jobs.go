@@ -124,12 +124,15 @@ func (m *sessionManager) maybePush(id string) {
 		m.mu.Unlock()
 		return
 	}
-	epoch, out, ctrl := s.epoch, s.out, m.ctrlEpoch
+	epoch, out, ctrl, prevSent := s.epoch, s.out, m.ctrlEpoch, s.sentVersion
 	s.sentVersion = ver
 	m.mu.Unlock()
 	as, ok := st.WorkerAssignment(id)
 	if !ok || as.Epoch != epoch {
 		return
+	}
+	if len(as.Allocs) == 0 && prevSent == 0 {
+		return // nothing was ever sent on this stream: nothing to take back
 	}
 	msg := &transport.Assign{ControllerEpoch: ctrl, Epoch: epoch, Version: as.Version, Specs: map[string]string{}}
 	for name, spec := range as.Specs {

@@ -114,7 +114,19 @@ func (c *WorkerConfig) defaults() {
 	if c.Version == "" {
 		c.Version = Version
 	}
+	// Resources are used for placement only: no cgroup limits are set on
+	// tasks yet, and the worker says so where operators look (worker list).
+	labels := make(map[string]string, len(c.Labels)+1)
+	for k, v := range c.Labels {
+		labels[k] = v
+	}
+	labels[LimitsLabel] = "not-enforced"
+	c.Labels = labels
 }
+
+// LimitsLabel is the label a worker sets to say whether task resource
+// limits are enforced on it.
+const LimitsLabel = "corral.limits"
 
 // Version is reported by workers at registration.
 var Version = "dev"

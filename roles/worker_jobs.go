@@ -144,7 +144,9 @@ func (w *Worker) onAssign(m *transport.Assign) {
 		list = append(list, execAlloc{ID: a.ID, Job: a.Job, Type: spec.Type, Desired: a.Desired, RestartGen: a.RestartGen,
 			Task: spec.Task, Restart: spec.Restart})
 	}
-	w.ensureRunner().Apply(list)
+	if len(list) > 0 || w.jobs.runner != nil {
+		w.ensureRunner().Apply(list)
+	}
 	w.jobs.assignVer = m.Version
 }
 

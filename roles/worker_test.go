@@ -49,7 +49,7 @@ func TestWorker_RegistersAndShowsAlive(t *testing.T) {
 	}, 5*time.Second, 5*time.Millisecond)
 	require.Equal(t, "alive", got.State)
 	require.Equal(t, uint64(1), got.Epoch)
-	require.Equal(t, map[string]string{"zone": "a"}, got.Labels)
+	require.Equal(t, map[string]string{"zone": "a", LimitsLabel: "not-enforced"}, got.Labels)
 	require.Equal(t, capacityJSON{CPUMillis: 3000, MemoryMB: 2048}, got.Capacity)
 	require.Equal(t, uint64(250), got.Load.CPUMillis)
 	require.Equal(t, uint64(1), got.Load.RunningTasks)
