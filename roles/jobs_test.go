@@ -240,3 +240,61 @@ func TestJobs_RestartStopAndLogsFollow(t *testing.T) {
 	_, out = api(t, lead, "GET", "/v1/jobs/r", "")
 	require.Equal(t, "stopped", out["job"].(map[string]any)["status"])
 }
+
+func TestJobs_ChangedSpecRollsServicesOneAtATime(t *testing.T) {
+	wc := newWorkerCluster(t, 1, nil)
+	ws := []*testWorker{wc.startJobWorker(nil), wc.startJobWorker(nil), wc.startJobWorker(nil)}
+	wc.waitAlive(ws...)
+	lead := wc.leaderNode()
+	spec := func(v string) string {
+		return `{"name":"roll","count":3,"task":{"command":"/bin/sh","args":["-c","exec sleep 600"],"env":{"V":"` + v + `"},"kill_timeout":"1s"}}`
+	}
+	code, _ := api(t, lead, "POST", "/v1/jobs", spec("1"))
+	require.Equal(t, 200, code)
+	wc.waitAllocs("roll", "3 running", func(as []metadata.Allocation) bool { return countState(as, metadata.AllocRunning) == 3 })
+
+	// Watch the rollover: never fewer than 2 allocations serving, never
+	// more than one old one being replaced at a time.
+	stop := make(chan struct{})
+	done := make(chan string, 1)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				done <- ""
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+			serving, stopping := 0, 0
+			for _, a := range allocsOf(lead, "roll") {
+				if a.State == metadata.AllocRunning && a.Desired == metadata.DesiredRun {
+					serving++
+				}
+				if a.Desired == metadata.DesiredStop && !a.State.Terminal() {
+					stopping++
+				}
+			}
+			if serving < 2 || stopping > 1 {
+				done <- fmt.Sprintf("%d serving, %d stopping", serving, stopping)
+				return
+			}
+		}
+	}()
+	code, out := api(t, lead, "POST", "/v1/jobs", spec("2"))
+	require.Equal(t, 200, code)
+	require.Equal(t, true, out["changed"])
+	wc.waitAllocs("roll", "3 running at version 2", func(as []metadata.Allocation) bool {
+		n := 0
+		for _, a := range as {
+			if a.JobVersion == 2 && a.State == metadata.AllocRunning {
+				n++
+			} else if a.JobVersion == 1 && !a.State.Terminal() {
+				return false
+			}
+		}
+		return n == 3
+	})
+	close(stop)
+	require.Empty(t, <-done, "the rollover was not one at a time")
+	require.Equal(t, 3, countState(allocsOf(lead, "roll"), metadata.AllocStopped))
+}
