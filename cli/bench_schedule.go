@@ -52,6 +52,7 @@ type benchSchedule struct {
 	workers, allocs, perJob int
 	lead                    *benchLeader
 	out                     io.Writer
+	run                     *benchRun
 }
 
 func benchScheduleAction(c *cli.Context) error {
@@ -86,34 +87,39 @@ func benchScheduleAction(c *cli.Context) error {
 	}
 	fmt.Fprintf(b.out, "bench schedule: %d allocations in jobs of %d over %d simulated workers; leader %d (%s)\n",
 		b.allocs, b.perJob, b.workers, b.lead.id, b.lead.locality())
-	sims, cleanup, err := b.startWorkers(ctx, c, wcfg)
+	cleanup, err := b.startWorkers(ctx, c, wcfg)
 	defer cleanup()
 	if err != nil {
 		return err
 	}
-	_ = sims
-	return b.measure(ctx, c.Duration("max-wait"))
+	fencedBefore, termBefore := b.run.fenced.Load(), b.term()
+	if err := b.measure(ctx, c.Duration("max-wait")); err != nil {
+		return err
+	}
+	fmt.Fprintf(b.out, "false fencings: %d; leader term %d -> %d\n", b.run.fenced.Load()-fencedBefore, termBefore, b.term())
+	return nil
 }
 
 // startWorkers starts the simulated workers and waits until all are alive.
-func (b *benchSchedule) startWorkers(ctx context.Context, c *cli.Context, cfg benchWorkersConfig) ([]*simWorker, func(), error) {
+func (b *benchSchedule) startWorkers(ctx context.Context, c *cli.Context, cfg benchWorkersConfig) (func(), error) {
 	bundle, err := transport.LoadTLSDir(cfg.tlsDir)
 	if err != nil {
-		return nil, func() {}, fmt.Errorf("load TLS files: %w", err)
+		return func() {}, fmt.Errorf("load TLS files: %w", err)
 	}
 	dir, err := os.MkdirTemp("", "corral-bench-schedule-")
 	if err != nil {
-		return nil, func() {}, fmt.Errorf("create scratch dir: %w", err)
+		return func() {}, fmt.Errorf("create scratch dir: %w", err)
 	}
 	logger, err := newLogger(c, c.App.ErrWriter)
 	if err != nil {
-		return nil, func() {}, err
+		return func() {}, err
 	}
 	ctrls := cfg.controllers
 	if b.lead.clusterAddr != "" {
 		ctrls = append([]string{b.lead.clusterAddr}, without(cfg.controllers, b.lead.clusterAddr)...)
 	}
 	run := &benchRun{}
+	b.run = run
 	var sims []*simWorker
 	var dialers []transport.StreamDialer
 	cleanup := func() {
@@ -126,19 +132,19 @@ func (b *benchSchedule) startWorkers(ctx context.Context, c *cli.Context, cfg be
 	start := time.Now()
 	for i := range cfg.workers {
 		if ctx.Err() != nil {
-			return sims, cleanup, ctx.Err()
+			return cleanup, ctx.Err()
 		}
 		if i%cfg.perSocket == 0 {
 			d, err := transport.NewQUICDialer(transport.QUICDialerConfig{TLS: bundle, ALPN: transport.ALPNWorker, Logger: logger})
 			if err != nil {
-				return sims, cleanup, err
+				return cleanup, err
 			}
 			dialers = append(dialers, d)
 		}
 		sim, err := startSimWorkerWith(run, cfg, fmt.Sprintf("%s%d", cfg.prefix, i), filepath.Join(dir, strconv.Itoa(i)),
 			ctrls, dialers[len(dialers)-1], logger, true)
 		if err != nil {
-			return sims, cleanup, err
+			return cleanup, err
 		}
 		sims = append(sims, sim)
 		if wait := time.Until(start.Add(cfg.ramp * time.Duration(i+1) / time.Duration(cfg.workers))); wait > 0 {
@@ -146,10 +152,19 @@ func (b *benchSchedule) startWorkers(ctx context.Context, c *cli.Context, cfg be
 		}
 	}
 	if !waitAllAlive(ctx, run, cfg.workers, cfg.ramp+30*time.Second) {
-		return sims, cleanup, fmt.Errorf("only %d of %d workers became alive", run.alive.Load(), cfg.workers)
+		return cleanup, fmt.Errorf("only %d of %d workers became alive", run.alive.Load(), cfg.workers)
 	}
 	fmt.Fprintf(b.out, "workers: %d alive after %s\n", cfg.workers, time.Since(start).Round(100*time.Millisecond))
-	return sims, cleanup, nil
+	return cleanup, nil
+}
+
+// term is the cluster's raft term as the leader endpoint reports it.
+func (b *benchSchedule) term() uint64 {
+	st, err := b.lead.cl.Cluster(context.Background())
+	if err != nil {
+		return 0
+	}
+	return st.Term
 }
 
 // measure submits the jobs and polls the leader's metrics until every
