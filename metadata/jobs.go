@@ -84,6 +84,10 @@ type Job struct {
 	// report asks for an evaluation. Otherwise only ends do: a busy
 	// cluster's start reports must not flood the scheduler.
 	WaitRunning bool `json:"wait_running,omitempty"`
+	// Failed counts the allocations of the current version that failed
+	// (restarts spent); it bounds rescheduling even after ended
+	// allocations are dropped.
+	Failed int `json:"failed,omitempty"`
 	// Unplaced allocations could not be placed; Reason says why.
 	Unplaced      int        `json:"unplaced,omitempty"`
 	Reason        string     `json:"reason,omitempty"`

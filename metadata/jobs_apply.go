@@ -132,6 +132,7 @@ func (s *State) applyJobRegister(c *Command) Result {
 	}
 	j.Spec, j.Stopped, j.SubmittedAtMS = r.Spec, false, r.AtMS
 	j.Version++
+	j.Failed = 0
 	j.PlanSeq++
 	s.wantEval(j)
 	j.event(r.AtMS, fmt.Sprintf("version %d %s", j.Version, msg))
@@ -287,7 +288,7 @@ func (s *State) applyAllocUpdate(c *Command) Result {
 	if err := decodePayload(c, &u); err != nil {
 		return s.invalid("%v", err)
 	}
-	accepted := 0
+	accepted, ended := 0, false
 	for _, wr := range u.Workers {
 		w := s.ext.Workers[wr.Worker]
 		if w == nil || w.Epoch != wr.Epoch || (w.State != WorkerAlive && w.State != WorkerDraining) {
@@ -296,8 +297,12 @@ func (s *State) applyAllocUpdate(c *Command) Result {
 		for i := range wr.Reports {
 			if s.applyReport(wr.Worker, wr.Epoch, &wr.Reports[i]) {
 				accepted++
+				ended = ended || wr.Reports[i].State.Terminal()
 			}
 		}
+	}
+	if ended {
+		s.wantEvalUnplaced() // room was freed
 	}
 	return Result{Revision: s.revision, Out: accepted}
 }
@@ -312,6 +317,7 @@ func (s *State) applyReport(worker string, epoch uint64, r *AllocReport) bool {
 	}
 	switch r.State {
 	case AllocStarting, AllocRunning, AllocExited, AllocFailed, AllocStopped:
+	case AllocLost: // its supervisor killed it: the worker's session stalled
 	default:
 		return false
 	}
@@ -334,8 +340,12 @@ func (s *State) applyReport(worker string, epoch uint64, r *AllocReport) bool {
 		}
 		s.bumpAssign(worker)
 	}
-	if j := s.ext.Jobs[a.Job]; j != nil && (r.State.Terminal() || (r.State == AllocRunning && j.WaitRunning)) {
+	j := s.ext.Jobs[a.Job]
+	if j != nil && (r.State.Terminal() || (r.State == AllocRunning && j.WaitRunning)) {
 		s.wantEval(j)
+	}
+	if j != nil && r.State == AllocFailed && a.JobVersion == j.Version {
+		j.Failed++
 	}
 	return true
 }
@@ -367,6 +377,7 @@ func (s *State) loseAllocs(worker string, epoch uint64, at int64, why string) {
 			s.wantEval(j)
 		}
 	}
+	s.wantEvalUnplaced() // room was freed
 }
 
 // wantEvalUnplaced asks for an evaluation of every job with allocations

@@ -178,3 +178,32 @@ func TestJobs_DrainRestartStopAndSnapshot(t *testing.T) {
 	require.Equal(t, a.s.Allocations("", "w1"), r.Allocations("", "w1"))
 	require.Equal(t, a.s.Allocations("j", ""), r.Allocations("j", ""))
 }
+
+func TestJobs_EndsFreeRoomCountFailuresAndAcceptLost(t *testing.T) {
+	a := newApplier(t)
+	require.NoError(t, a.apply(registerCmd(t, "w1", 1, 3)).Err)
+	require.NoError(t, a.apply(jobCmd(t, "j", 2, false)).Err)
+	require.NoError(t, a.apply(jobCmd(t, "waiting", 1, false)).Err)
+	a.apply(planCmd(t, 3, planFor(a, "j", NewAlloc{ID: "a1", Worker: "w1", WorkerEpoch: 1}, NewAlloc{ID: "a2", Worker: "w1", WorkerEpoch: 1})))
+	jp := planFor(a, "waiting")
+	jp.Unplaced, jp.Reason = 1, "no room"
+	a.apply(planCmd(t, 3, jp))
+	w, _ := a.s.Job("waiting")
+	require.False(t, w.Pending())
+
+	code := 1
+	a.apply(reportCmd(t, "w1", 1, AllocReport{ID: "a1", State: AllocFailed, ExitCode: &code}))
+	j, _ := a.s.Job("j")
+	require.Equal(t, 1, j.Failed, "failures are counted on the job, not only on kept allocations")
+	w, _ = a.s.Job("waiting")
+	require.True(t, w.Pending(), "an ended allocation freed room: unplaced jobs are evaluated again")
+
+	// A supervisor that killed its task reports it lost.
+	require.Equal(t, 1, a.apply(reportCmd(t, "w1", 1, AllocReport{ID: "a2", State: AllocLost, Message: "refreshes stopped"})).Out)
+	al, _ := a.s.Allocation("a2")
+	require.Equal(t, AllocLost, al.State)
+	// A new version starts counting failures again.
+	require.NoError(t, a.apply(jobCmd(t, "j", 3, false)).Err)
+	j, _ = a.s.Job("j")
+	require.Zero(t, j.Failed)
+}

@@ -61,6 +61,10 @@ type executorConfig struct {
 	KeepLogs       int
 	LogRetention   time.Duration     // alloc dirs of terminal allocations are removed after this long (0 = keep forever)
 	Report         func(allocReport) // called on executor goroutines; must not block for long
+	// MayRefresh, when set, gates every refresh: the worker allows them
+	// only while its session is demonstrably alive, so a worker whose loop
+	// hangs while these goroutines run on still lets its tasks die.
+	MayRefresh func() bool
 	Logger         *slog.Logger
 }
 

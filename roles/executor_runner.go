@@ -157,7 +157,9 @@ func (r *execRunner) supervise(s *execSup) execOutcome {
 			}
 			exited = r.event(line, &out) || exited
 		case <-tick.C:
-			s.send(SupRefresh)
+			if r.e.cfg.MayRefresh == nil || r.e.cfg.MayRefresh() {
+				s.send(SupRefresh)
+			}
 		case <-r.wake:
 			if d, ok := r.relay(s, &out); ok {
 				force = time.After(d)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -430,4 +431,22 @@ func TestExecutor_LastLines(t *testing.T) {
 	}
 	require.Equal(t, []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 5 * time.Second, 5 * time.Second}, got)
 	require.Equal(t, metadata.MaxRestartDelay, execBackoff(metadata.RestartPolicy{Delay: metadata.Duration(time.Hour), Backoff: 10}, 1000))
+}
+
+// A worker whose session loop hangs withdraws its permission to refresh:
+// the supervisor then kills the task by itself and it is reported lost.
+func TestExecutor_NoRefreshWhenTheSessionStalls(t *testing.T) {
+	t.Parallel()
+	var allowed atomic.Bool
+	allowed.Store(true)
+	h := newExecHarness(t, func(c *executorConfig) {
+		c.RefreshTimeout = 500 * time.Millisecond
+		c.MayRefresh = allowed.Load
+	})
+	h.e.Apply([]execAlloc{shAlloc("st", metadata.JobService, `echo $$ > pid; exec sleep 300`)})
+	h.await("st", execRunning)
+	pid := h.pid("st")
+	allowed.Store(false)
+	h.await("st", execLost)
+	require.Eventually(t, func() bool { return !pidAlive(pid) }, 5*time.Second, 10*time.Millisecond)
 }

@@ -79,7 +79,7 @@ func reconcile(sj *metadata.SchedJob, workers map[string]*metadata.Worker) decis
 			}
 		}
 	}
-	if failed >= maxFailedReschedules(j.Spec.Count) {
+	if max(failed, j.Failed) >= maxFailedReschedules(j.Spec.Count) {
 		counted += failed // give up: the failures stay as they are
 	}
 	switch {

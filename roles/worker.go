@@ -44,6 +44,10 @@ type Worker struct {
 	pubEpoch     atomic.Uint64
 	pubCtrlEpoch atomic.Uint64
 	pubLeader    atomic.Pointer[string]
+	// ackedAt is the send time (Unix ns) of the last acknowledged
+	// heartbeat, 0 while fenced: supervisors are refreshed only while it is
+	// recent (worker_jobs.go).
+	ackedAt atomic.Int64
 
 	stop     context.Context // cancelled by Close: time to leave
 	stopFn   context.CancelFunc

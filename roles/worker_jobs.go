@@ -93,7 +93,7 @@ func (w *Worker) ensureRunner() allocRunner {
 	ex, err := newExecutor(executorConfig{
 		Dir: filepath.Join(w.cfg.DataDir, "allocs"), SupervisorCmd: sup,
 		RefreshEvery: min(w.cfg.HeartbeatInterval, refresh/4), RefreshTimeout: refresh, LostGrace: w.timeout / 10,
-		LogRetention: w.cfg.LogRetention, Report: w.jobs.report, Logger: w.log,
+		LogRetention: w.cfg.LogRetention, Report: w.jobs.report, Logger: w.log, MayRefresh: w.mayRefresh(time.Duration(0.45 * float64(w.timeout))),
 	})
 	if err != nil {
 		w.log.Error("cannot run allocations", "err", err)
@@ -105,6 +105,21 @@ func (w *Worker) ensureRunner() allocRunner {
 	}
 	w.jobs.runner = ex
 	return ex
+}
+
+// mayRefresh allows supervisor refreshes only while the last acknowledged
+// heartbeat was sent less than 0.45 x the session timeout ago. The
+// acknowledgement is processed by the session loop, so if that loop hangs
+// (a deadlock, not only SIGSTOP of the whole process) refreshes stop too:
+// the supervisor then kills its task by 0.45 + 0.4 (refresh timeout) +
+// 0.1 (lost grace) = 0.95 x the timeout after that heartbeat was sent,
+// before the leader can fence the worker (>= 1 x the timeout after it
+// received it).
+func (w *Worker) mayRefresh(limit time.Duration) func() bool {
+	return func() bool {
+		at := w.ackedAt.Load()
+		return at != 0 && time.Since(time.Unix(0, at)) < limit
+	}
 }
 
 // onAssign converges the runner to the leader's assignment, if it is for

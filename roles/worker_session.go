@@ -152,6 +152,7 @@ func (w *Worker) becomeAlive(m *transport.Registered) {
 		w.timeout = time.Duration(m.SessionTimeoutMS) * time.Millisecond
 	}
 	w.lastAcked = w.regSentAt
+	w.ackedAt.Store(w.lastAcked.UnixNano())
 	w.regSeq = 0
 	w.lastRefusal = 0
 	clear(w.pending)
@@ -191,6 +192,7 @@ func (w *Worker) onAck(m *transport.HeartbeatAck) {
 	}
 	if sent.After(w.lastAcked) {
 		w.lastAcked = sent
+		w.ackedAt.Store(sent.UnixNano())
 	}
 	w.armFence()
 	w.avoid = ""
@@ -301,6 +303,7 @@ func (w *Worker) becomeFenced(reason string, byController bool) {
 		return
 	}
 	w.alive = false
+	w.ackedAt.Store(0)
 	w.fenceT.Stop()
 	clear(w.pending)
 	w.closeProbe()
