@@ -65,7 +65,7 @@ type executorConfig struct {
 	// only while its session is demonstrably alive, so a worker whose loop
 	// hangs while these goroutines run on still lets its tasks die.
 	MayRefresh func() bool
-	Logger         *slog.Logger
+	Logger     *slog.Logger
 }
 
 // Defaults of executorConfig.
