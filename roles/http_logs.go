@@ -55,6 +55,9 @@ func (c *Controller) handleAllocLogs(w http.ResponseWriter, r *http.Request) {
 	if err == nil && d.Err != "" {
 		err = &apiError{Status: http.StatusNotFound, Code: "log_unavailable", Message: d.Err}
 	}
+	if err == nil && tail == 0 {
+		d.Data = nil // tail=0: nothing old, only what comes next (with follow)
+	}
 	if err != nil {
 		writeError(w, err)
 		return
