@@ -28,6 +28,9 @@ func superviseCommand() *cli.Command {
 				Usage: "kill the task when the worker sent no refresh for this long"},
 			&cli.DurationFlag{Name: "kill-timeout", EnvVars: envVars("kill-timeout"), Value: 5 * time.Second, Usage: "SIGTERM to SIGKILL grace on stop"},
 			&cli.DurationFlag{Name: "lost-grace", EnvVars: envVars("lost-grace"), Value: time.Second, Usage: "SIGTERM to SIGKILL grace when supervision is lost"},
+			&cli.StringFlag{Name: "cgroup", EnvVars: envVars("cgroup"), Usage: "cgroup v2 directory to create for the task (limits enforced)"},
+			&cli.Int64Flag{Name: "cpu-millis", EnvVars: envVars("cpu-millis"), Usage: "with --cgroup: CPU limit in millicores (0: none)"},
+			&cli.Int64Flag{Name: "memory-mb", EnvVars: envVars("memory-mb"), Usage: "with --cgroup: memory limit in MB (0: none)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() == 0 {
@@ -39,6 +42,7 @@ func superviseCommand() *cli.Command {
 				MaxLogBytes: c.Int64("max-log-bytes"), KeepLogs: c.Int("keep-logs"),
 				RefreshTimeout: c.Duration("refresh-timeout"), KillTimeout: c.Duration("kill-timeout"),
 				LostGrace: c.Duration("lost-grace"),
+				Cgroup:    c.String("cgroup"), CPUMillis: c.Int64("cpu-millis"), MemoryMB: c.Int64("memory-mb"),
 			})
 			if code != 0 {
 				return cli.Exit("", code)

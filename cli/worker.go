@@ -69,6 +69,7 @@ func workerConfig(c *cli.Context, combined bool) (roles.WorkerConfig, error) {
 	if cfg.HeartbeatInterval <= 0 {
 		return cfg, errors.New("--heartbeat-interval must be positive, e.g. 1s")
 	}
+	cfg.EnforceLimits = true
 	if cfg.LogRetention = c.Duration("log-retention"); cfg.LogRetention < 0 {
 		return cfg, errors.New("--log-retention must not be negative (0 keeps logs forever)")
 	}

@@ -65,6 +65,9 @@ type executorConfig struct {
 	// only while its session is demonstrably alive, so a worker whose loop
 	// hangs while these goroutines run on still lets its tasks die.
 	MayRefresh func() bool
+	// CgroupRoot, when set, is the cgroup v2 directory under which every
+	// task gets its own cgroup with its job's cpu and memory as limits.
+	CgroupRoot string
 	Logger     *slog.Logger
 }
 

@@ -86,8 +86,13 @@ func (r *execRunner) supervisorArgv() []string {
 		"--keep-logs="+strconv.Itoa(cfg.KeepLogs),
 		"--refresh-timeout="+cfg.RefreshTimeout.String(),
 		"--kill-timeout="+r.killTimeout().String(),
-		"--lost-grace="+cfg.LostGrace.String(),
-		"--", t.Command)
+		"--lost-grace="+cfg.LostGrace.String())
+	if cfg.CgroupRoot != "" {
+		argv = append(argv, "--cgroup="+filepath.Join(cfg.CgroupRoot, r.id),
+			"--cpu-millis="+strconv.FormatInt(t.Resources.CPUMillis, 10),
+			"--memory-mb="+strconv.FormatInt(t.Resources.MemoryMB, 10))
+	}
+	argv = append(argv, "--", t.Command)
 	return append(argv, t.Args...)
 }
 

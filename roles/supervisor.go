@@ -38,6 +38,12 @@ type SupervisorConfig struct {
 	// stop. When supervision is lost the grace is capped at LostGrace.
 	KillTimeout time.Duration
 	LostGrace   time.Duration
+	// Cgroup, when set, is a cgroup v2 directory created for the task with
+	// CPUMillis and MemoryMB as its limits (cgroup.go); the task starts
+	// inside it (clone into cgroup) and it is removed after the task.
+	Cgroup    string
+	CPUMillis int64
+	MemoryMB  int64
 }
 
 // Supervisor protocol. The worker writes one command per line to the
@@ -97,6 +103,19 @@ func runTask(cfg SupervisorConfig, stdout, stderr io.Writer, started chan<- *exe
 	cmd.Env, cmd.Dir = cfg.Env, cfg.Workdir
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if cfg.Cgroup != "" {
+		fd, err := openTaskCgroup(cfg)
+		if err != nil {
+			started <- nil
+			exited <- err
+			return
+		}
+		defer func() {
+			_ = syscall.Close(fd)
+			_ = os.Remove(cfg.Cgroup) // empty once the task's group is gone
+		}()
+		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, fd
+	}
 	if err := cmd.Start(); err != nil {
 		started <- nil
 		exited <- fmt.Errorf("start %s: %w", cfg.Command, err)
@@ -104,6 +123,19 @@ func runTask(cfg SupervisorConfig, stdout, stderr io.Writer, started chan<- *exe
 	}
 	started <- cmd
 	exited <- cmd.Wait()
+}
+
+// openTaskCgroup creates the task's cgroup with its limits and opens it
+// for CLONE_INTO_CGROUP, so the task never runs a moment unlimited.
+func openTaskCgroup(cfg SupervisorConfig) (int, error) {
+	if err := taskCgroupLimits(cfg.Cgroup, cfg.CPUMillis, cfg.MemoryMB); err != nil {
+		return -1, fmt.Errorf("set up the task's cgroup %s: %w", cfg.Cgroup, err)
+	}
+	fd, err := syscall.Open(cfg.Cgroup, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("open the task's cgroup %s: %w", cfg.Cgroup, err)
+	}
+	return fd, nil
 }
 
 func readCommands(in io.Reader) <-chan string {

@@ -82,7 +82,8 @@ type Worker struct {
 	dialFails   int
 	lastRefusal transport.RefuseCode
 	out         []byte
-	jobs        workerJobs // allocations (worker_jobs.go)
+	jobs        workerJobs  // allocations (worker_jobs.go)
+	cgroups     cgroupSetup // task limits (cgroup.go)
 }
 
 type wconn struct {
@@ -136,6 +137,15 @@ func StartWorker(cfg WorkerConfig) (*Worker, error) {
 	}
 	w.log = cfg.Logger.With("component", "worker", "worker", id)
 	w.jobs.init()
+	if cfg.EnforceLimits && !cfg.Simulate {
+		w.cgroups = detectCgroups()
+		w.cfg.Labels[LimitsLabel] = w.cgroups.Label()
+		if w.cgroups.AllocsRoot == "" {
+			w.log.Warn("task resource limits are not enforced on this machine", "reason", w.cgroups.Reason)
+		} else {
+			w.log.Info("task resource limits enforced with cgroup v2", "cgroup", w.cgroups.AllocsRoot)
+		}
+	}
 	if w.reg == nil {
 		w.reg = prometheus.NewRegistry()
 		w.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

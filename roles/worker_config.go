@@ -78,6 +78,10 @@ type WorkerConfig struct {
 	OnFenced func(epoch uint64)
 	// OnAlive is called when the worker registered and holds epoch.
 	OnAlive func(epoch uint64)
+	// EnforceLimits asks the worker to set up cgroup v2 limits for tasks
+	// where the machine allows it (cgroup.go). It moves the worker process
+	// into a cgroup of its own, so in-process tests leave it off.
+	EnforceLimits bool
 	// Simulate acknowledges allocations without running processes
 	// (benchmarks of the control plane).
 	Simulate bool

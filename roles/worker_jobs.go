@@ -94,6 +94,7 @@ func (w *Worker) ensureRunner() allocRunner {
 		Dir: filepath.Join(w.cfg.DataDir, "allocs"), SupervisorCmd: sup,
 		RefreshEvery: min(w.cfg.HeartbeatInterval, refresh/4), RefreshTimeout: refresh, LostGrace: w.timeout / 10,
 		LogRetention: w.cfg.LogRetention, Report: w.jobs.report, Logger: w.log, MayRefresh: w.mayRefresh(time.Duration(0.45 * float64(w.timeout))),
+		CgroupRoot: w.cgroups.AllocsRoot,
 	})
 	if err != nil {
 		w.log.Error("cannot run allocations", "err", err)
