@@ -540,6 +540,20 @@ func (s *State) LockState(key string) (Lock, bool) {
 	return Lock{Key: lk.Key, Holder: cloneOwner(lk.Holder), Waiters: append([]LockOwner(nil), lk.Waiters...)}, true
 }
 
+// LockCounts returns how many locks (and elections) are held and how many
+// owners wait for one.
+func (s *State) LockCounts() (held, waiting int) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, lk := range s.ext.Locks {
+		if lk.Holder != nil {
+			held++
+		}
+		waiting += len(lk.Waiters)
+	}
+	return held, waiting
+}
+
 // checkCoord validates the coordination state of a decoded snapshot.
 func (e *extState) checkCoord() error {
 	for id, l := range e.Leases {

@@ -163,6 +163,10 @@ func (c *Controller) startCoord() {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "corral_watchers", Help: "Open watch streams on this controller."},
 			func() float64 { return float64(c.hub.watchers()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "corral_watch_oldest_revision", Help: "Oldest revision a watch on this controller can start from."},
-			func() float64 { return float64(c.hub.oldest()) }))
+			func() float64 { return float64(c.hub.oldest()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "corral_locks_held", Help: "Locks and elections with a holder in the replicated state."},
+			func() float64 { h, _ := c.state.Load().LockCounts(); return float64(h) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "corral_locks_waiters", Help: "Owners waiting for a lock or an election in the replicated state."},
+			func() float64 { _, w := c.state.Load().LockCounts(); return float64(w) }))
 	c.leaderHooks = append(c.leaderHooks, func(isLeader bool, _ uint64) { c.lessor.setPrimary(isLeader) })
 }
