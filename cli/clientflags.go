@@ -48,6 +48,9 @@ func newClient(c *cli.Context) (*client.Client, error) {
 
 // explain wraps a client error with what the user can do about it.
 func explain(op string, err error) error {
+	if err == nil {
+		return nil
+	}
 	var hint string
 	var dial *net.OpError
 	switch {
