@@ -80,8 +80,8 @@ func (c *Controller) workerView(now time.Time) workersJSON {
 		if wj.Labels == nil {
 			wj.Labels = map[string]string{}
 		}
-		if v, ok := views[w.ID]; ok && v.epoch == w.Epoch && w.State == metadata.WorkerAlive {
-			if v.suspect {
+		if v, ok := views[w.ID]; ok && v.epoch == w.Epoch && (w.State == metadata.WorkerAlive || w.State == metadata.WorkerDraining) {
+			if v.suspect && w.State == metadata.WorkerAlive {
 				wj.State = "suspect"
 			}
 			if v.heard {
