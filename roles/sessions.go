@@ -304,17 +304,23 @@ func (m *sessionManager) heartbeat(stream transport.Stream, out *streamWriter, h
 			Message: fmt.Sprintf("epoch %d of worker %s is not live (fenced or superseded); register again", hb.Epoch, hb.WorkerID)}
 	}
 	s.lastSeen, s.heard, s.load, s.loadKnown, s.stream = now, true, hb.Load, true, stream
+	pushDue := false
 	if s.out != out {
-		s.out, s.sentVersion = out, 0
+		s.out, s.sentVersion, pushDue = out, 0, true
 	}
 	if hb.AssignVersion < s.sentVersion {
-		s.sentVersion = hb.AssignVersion // the worker missed one: send again
+		s.sentVersion, pushDue = hb.AssignVersion, true // the worker missed one: send again
 	}
 	if hb.HeartbeatIntervalMS > 0 {
 		s.interval = time.Duration(hb.HeartbeatIntervalMS) * time.Millisecond
 	}
 	gen := m.gen
 	m.mu.Unlock()
+	if pushDue {
+		// The pusher reads the replicated state; this path never takes the
+		// state's lock, so a long apply cannot delay a heartbeat.
+		m.assignmentsChanged()
+	}
 	m.met.heartbeats.Inc()
 	if hb.Leaving {
 		return m.leave(gen, epoch, hb)

@@ -151,9 +151,8 @@ func (m *sessionManager) serveStream(s transport.Stream) {
 		}
 		if hb, ok := msg.(*transport.Heartbeat); ok && !hb.Leaving { // a leave waits for a commit
 			m.met.handleSeconds.Observe(time.Since(start).Seconds())
-			m.maybePush(hb.WorkerID)
 		} else if _, ok := msg.(*transport.Register); ok {
-			m.maybePush(id)
+			m.assignmentsChanged() // a new epoch may have work waiting already
 		}
 	}
 }
