@@ -131,6 +131,8 @@ type call struct {
 	// raw, when set, consumes a 2xx body instead of JSON decoding (e.g.
 	// snapshot downloads).
 	raw func(io.Reader) error
+	// contentType of body; default application/octet-stream.
+	contentType string
 }
 
 // do runs cl against the endpoints with failover and decodes a 2xx JSON answer into out (if non-nil).
@@ -232,7 +234,11 @@ func (c *Client) attempt(ctx context.Context, ep string, cl call, out any) error
 	}
 	req.Header.Set("Accept", "application/json")
 	if body != nil {
-		req.Header.Set("Content-Type", "application/octet-stream")
+		ct := cl.contentType
+		if ct == "" {
+			ct = "application/octet-stream"
+		}
+		req.Header.Set("Content-Type", ct)
 	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
@@ -266,12 +272,13 @@ func decodeError(resp *http.Response) error {
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBytes))
 	e := &Error{Status: resp.StatusCode}
 	var body struct {
-		Error       string `json:"error"`
-		Code        string `json:"code"`
-		ModRevision int64  `json:"mod_revision"`
+		Error       string       `json:"error"`
+		Code        string       `json:"code"`
+		ModRevision int64        `json:"mod_revision"`
+		Fields      []FieldError `json:"fields"`
 	}
 	if json.Unmarshal(raw, &body) == nil && (body.Code != "" || body.Error != "") {
-		e.Code, e.Message, e.ModRevision = body.Code, body.Error, body.ModRevision
+		e.Code, e.Message, e.ModRevision, e.Fields = body.Code, body.Error, body.ModRevision, body.Fields
 		return e
 	}
 	msg := strings.TrimSpace(string(raw))

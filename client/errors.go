@@ -53,6 +53,8 @@ type Error struct {
 	Message string
 	// ModRevision is the key's current mod revision for compare_failed errors, else 0.
 	ModRevision int64
+	// Fields lists the invalid fields of an invalid_spec answer.
+	Fields []FieldError
 }
 
 // Error implements error.

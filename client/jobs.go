@@ -1,7 +1,6 @@
 package client
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -242,7 +241,15 @@ func (c *Client) SubmitJob(ctx context.Context, spec []byte) (job Job, changed b
 		Job     Job  `json:"job"`
 		Changed bool `json:"changed"`
 	}
-	if err := c.doSpec(ctx, call{method: http.MethodPost, path: "/v1/jobs", body: spec}, &out); err != nil {
+	ct := "application/yaml"
+	if t := strings.TrimSpace(string(spec)); strings.HasPrefix(t, "{") {
+		ct = "application/json"
+	}
+	if err := c.do(ctx, call{method: http.MethodPost, path: "/v1/jobs", body: spec, contentType: ct}, &out); err != nil {
+		var apiErr *Error
+		if errors.As(err, &apiErr) && apiErr.Code == "invalid_spec" {
+			return Job{}, false, &SpecError{Fields: apiErr.Fields, Err: apiErr}
+		}
 		return Job{}, false, err
 	}
 	return out.Job, out.Changed, nil
@@ -422,115 +429,4 @@ type logReader struct {
 func (r *logReader) Close() error {
 	r.cancel()
 	return r.ReadCloser.Close()
-}
-
-// doSpec is c.do for requests whose 400 answers list invalid fields, which decodeError does not keep. It follows
-// the same failover rules (see the package documentation) and retries, until the deadline, while no endpoint
-// knows a leader.
-func (c *Client) doSpec(ctx context.Context, cl call, out any) error {
-	parent := ctx
-	if c.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.timeout)
-		defer cancel()
-	}
-	backoff := 50 * time.Millisecond
-	for {
-		err, again := c.specRound(ctx, parent, cl, out)
-		if !again || ctx.Err() != nil {
-			return err
-		}
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return err
-		case <-t.C:
-		}
-		if backoff < time.Second {
-			backoff *= 2
-		}
-	}
-}
-
-// specRound is round with specAttempt.
-func (c *Client) specRound(ctx, parent context.Context, cl call, out any) (err error, again bool) {
-	n := len(c.endpoints)
-	start := int(c.preferred.Load()) % n
-	var lastErr error
-	var tried []string
-	allLeaderless := true
-	for i := 0; i < n; i++ {
-		idx := (start + i) % n
-		ep := c.endpoints[idx]
-		err := c.specAttempt(ctx, ep, cl, out)
-		if err == nil {
-			c.preferred.Store(int64(idx))
-			return nil, false
-		}
-		var apiErr *Error
-		switch {
-		case errors.As(err, &apiErr):
-			if !apiErr.retryElsewhere() {
-				c.preferred.Store(int64(idx))
-				return err, false
-			}
-		case ctx.Err() != nil:
-			return c.contextError(parent, cl, ep, err), false
-		case isDialError(err):
-			err = fmt.Errorf("connect to %s: %w", ep, err)
-			allLeaderless = false
-		default:
-			return fmt.Errorf("%s %s%s: %w", cl.method, ep, cl.path, err), false
-		}
-		lastErr = err
-		tried = append(tried, ep)
-	}
-	if len(tried) == 1 {
-		return lastErr, allLeaderless
-	}
-	return fmt.Errorf("no endpoint could serve the request (tried %s): %w", strings.Join(tried, ", "), lastErr), allLeaderless
-}
-
-// specAttempt sends cl to one endpoint; a 400 invalid_spec answer becomes a *SpecError.
-func (c *Client) specAttempt(ctx context.Context, ep string, cl call, out any) error {
-	u := ep + cl.path
-	req, err := http.NewRequestWithContext(ctx, cl.method, u, bytes.NewReader(cl.body))
-	if err != nil {
-		return fmt.Errorf("build request %s %s: %w", cl.method, u, err)
-	}
-	req.Header.Set("Accept", "application/json")
-	if t := bytes.TrimSpace(cl.body); len(t) > 0 && t[0] == '{' {
-		req.Header.Set("Content-Type", "application/json")
-	} else {
-		req.Header.Set("Content-Type", "application/yaml")
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBytes))
-		_ = resp.Body.Close()
-	}()
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBytes))
-		err := decodeError(&http.Response{StatusCode: resp.StatusCode, Body: io.NopCloser(bytes.NewReader(raw))})
-		var apiErr *Error
-		if errors.As(err, &apiErr) && apiErr.Code == "invalid_spec" {
-			var body struct {
-				Fields []FieldError `json:"fields"`
-			}
-			_ = json.Unmarshal(raw, &body)
-			return &SpecError{Fields: body.Fields, Err: apiErr}
-		}
-		return err
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, maxResponseBytes)).Decode(out); err != nil {
-		return fmt.Errorf("decode answer to %s %s: %w", cl.method, u, err)
-	}
-	return nil
 }
