@@ -1,6 +1,7 @@
 package roles
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -53,15 +54,7 @@ func (c *Controller) handleJobSubmit(w http.ResponseWriter, r *http.Request) {
 		writeSpecError(w, err)
 		return
 	}
-	cmd, err := metadata.NewWorkerCommand(metadata.OpJobRegister, metadata.JobRegistration{Spec: *spec, AtMS: time.Now().UnixMilli()})
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	res, err := c.Propose(r.Context(), cmd)
-	if err == nil {
-		err = res.Err
-	}
+	res, err := c.proposePayload(r.Context(), metadata.OpJobRegister, metadata.JobRegistration{Spec: *spec, AtMS: time.Now().UnixMilli()})
 	if err != nil {
 		if metadata.SpecFields(err) != nil {
 			writeSpecError(w, err)
@@ -130,15 +123,7 @@ func (c *Controller) handleJobGet(w http.ResponseWriter, r *http.Request) {
 
 func (c *Controller) handleJobStop(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
-	cmd, err := metadata.NewWorkerCommand(metadata.OpJobStop, metadata.JobStopRequest{Name: name, AtMS: time.Now().UnixMilli()})
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	res, err := c.Propose(r.Context(), cmd)
-	if err == nil {
-		err = res.Err
-	}
+	_, err := c.proposePayload(r.Context(), metadata.OpJobStop, metadata.JobStopRequest{Name: name, AtMS: time.Now().UnixMilli()})
 	if errors.Is(err, metadata.ErrJobNotFound) {
 		writeError(w, jobNotFound(name))
 		return
@@ -187,15 +172,7 @@ func (c *Controller) handleAllocGet(w http.ResponseWriter, r *http.Request) {
 
 func (c *Controller) handleAllocRestart(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	cmd, err := metadata.NewWorkerCommand(metadata.OpAllocRestart, metadata.AllocRestartRequest{ID: id, AtMS: time.Now().UnixMilli()})
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	res, err := c.Propose(r.Context(), cmd)
-	if err == nil {
-		err = res.Err
-	}
+	_, err := c.proposePayload(r.Context(), metadata.OpAllocRestart, metadata.AllocRestartRequest{ID: id, AtMS: time.Now().UnixMilli()})
 	switch {
 	case errors.Is(err, metadata.ErrAllocNotFound):
 		writeError(w, allocNotFound(id))
@@ -226,7 +203,7 @@ func (c *Controller) handleWorkerDrain(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(body) > 0 {
-		dec := json.NewDecoder(bytesReader(body))
+		dec := json.NewDecoder(bytes.NewReader(body))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&req); err != nil {
 			writeError(w, badRequest("body must be {\"drain\": true|false}: %v", err))
@@ -234,15 +211,7 @@ func (c *Controller) handleWorkerDrain(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	drain := req.Drain == nil || *req.Drain
-	cmd, err := metadata.NewWorkerCommand(metadata.OpWorkerDrain, metadata.DrainRequest{Worker: id, Drain: drain, AtMS: time.Now().UnixMilli()})
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	res, err := c.Propose(r.Context(), cmd)
-	if err == nil {
-		err = res.Err
-	}
+	_, err = c.proposePayload(r.Context(), metadata.OpWorkerDrain, metadata.DrainRequest{Worker: id, Drain: drain, AtMS: time.Now().UnixMilli()})
 	if errors.Is(err, metadata.ErrWorkerNotFound) {
 		writeError(w, &apiError{Status: http.StatusNotFound, Code: "worker_not_found", Message: fmt.Sprintf("worker %q not found", id)})
 		return

@@ -1,8 +1,6 @@
 package roles
 
 import (
-	"bytes"
-
 	"github.com/corral-dev/corral/metadata"
 )
 
@@ -116,5 +114,3 @@ func (c *Controller) jobDetail(j *metadata.Job) jobJSON {
 	}
 	return v
 }
-
-func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }

@@ -148,6 +148,20 @@ func (c *Controller) Propose(ctx context.Context, cmd *metadata.Command) (metada
 	}
 }
 
+// proposePayload proposes a command with a JSON payload and folds the
+// apply error into err.
+func (c *Controller) proposePayload(ctx context.Context, op metadata.Op, payload any) (metadata.Result, error) {
+	cmd, err := metadata.NewWorkerCommand(op, payload)
+	if err != nil {
+		return metadata.Result{}, err
+	}
+	res, err := c.Propose(ctx, cmd)
+	if err == nil {
+		err = res.Err
+	}
+	return res, err
+}
+
 // ensureClusterID runs on a new leader: the first leader of a cluster fixes
 // its id, and every later leader finds it already set.
 func (c *Controller) ensureClusterID() {

@@ -139,14 +139,7 @@ func (s *scheduler) pass(term uint64) bool {
 	if len(plan.Jobs) == 0 {
 		return false
 	}
-	cmd, err := metadata.NewWorkerCommand(metadata.OpPlan, plan)
-	var res metadata.Result
-	if err == nil {
-		res, err = s.c.Propose(s.ctx, cmd)
-		if err == nil {
-			err = res.Err
-		}
-	}
+	res, err := s.c.proposePayload(s.ctx, metadata.OpPlan, plan)
 	if err != nil {
 		if s.ctx.Err() == nil && !errors.Is(err, ErrStopped) {
 			s.log.Warn("could not commit a plan; will retry", "jobs", len(plan.Jobs), "err", err)

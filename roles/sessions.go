@@ -209,15 +209,8 @@ func (m *sessionManager) check(now time.Time) {
 }
 
 func (m *sessionManager) fence(gen, epoch uint64, refs []metadata.WorkerEpochRef, now time.Time) {
-	cmd, err := metadata.NewWorkerCommand(metadata.OpWorkerFence, metadata.WorkerTransition{
+	_, err := m.c.proposePayload(m.ctx, metadata.OpWorkerFence, metadata.WorkerTransition{
 		Workers: refs, Reason: "session_timeout", ControllerEpoch: epoch, AtMS: now.UnixMilli()})
-	var res metadata.Result
-	if err == nil {
-		res, err = m.c.Propose(m.ctx, cmd)
-		if err == nil {
-			err = res.Err
-		}
-	}
 	st := m.c.State()
 	var streams []transport.Stream
 	m.mu.Lock()
@@ -332,16 +325,9 @@ func (m *sessionManager) heartbeat(stream transport.Stream, out *streamWriter, h
 // leave commits that a worker shut down cleanly, so it is marked left at
 // once instead of being fenced after the timeout.
 func (m *sessionManager) leave(gen, epoch uint64, hb *transport.Heartbeat) transport.ControllerMessage {
-	cmd, err := metadata.NewWorkerCommand(metadata.OpWorkerLeave, metadata.WorkerTransition{
+	_, err := m.c.proposePayload(m.ctx, metadata.OpWorkerLeave, metadata.WorkerTransition{
 		Workers: []metadata.WorkerEpochRef{{ID: hb.WorkerID, Epoch: hb.Epoch}}, Reason: "shutdown",
 		ControllerEpoch: epoch, AtMS: time.Now().UnixMilli()})
-	var res metadata.Result
-	if err == nil {
-		res, err = m.c.Propose(m.ctx, cmd)
-		if err == nil {
-			err = res.Err
-		}
-	}
 	if err != nil {
 		return &transport.Refused{ControllerEpoch: epoch, Seq: hb.Seq, Code: transport.RefuseNotReady,
 			Message: fmt.Sprintf("could not commit the leave: %v", err)}
@@ -412,14 +398,7 @@ func (m *sessionManager) register(stream transport.Stream, out *streamWriter, r 
 		Capacity: metadata.Capacity{CPUMillis: int64(r.CPUMillis), MemoryMB: int64(r.MemoryMB)}, Version: r.Version,
 		ControllerEpoch: epoch, AtMS: now.UnixMilli(),
 	}
-	cmd, err := metadata.NewWorkerCommand(metadata.OpWorkerRegister, reg)
-	var res metadata.Result
-	if err == nil {
-		res, err = m.c.Propose(m.ctx, cmd)
-		if err == nil {
-			err = res.Err
-		}
-	}
+	_, err := m.c.proposePayload(m.ctx, metadata.OpWorkerRegister, reg)
 	if err != nil {
 		return refuse(transport.RefuseNotReady, "commit_failed", "could not commit the registration: %v", err)
 	}

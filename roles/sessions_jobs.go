@@ -219,14 +219,7 @@ func (m *sessionManager) commitReports() bool {
 		}
 		upd.Workers = append(upd.Workers, wr)
 	}
-	cmd, err := metadata.NewWorkerCommand(metadata.OpAllocUpdate, upd)
-	if err == nil {
-		var res metadata.Result
-		res, err = m.c.Propose(m.ctx, cmd)
-		if err == nil {
-			err = res.Err
-		}
-	}
+	_, err := m.c.proposePayload(m.ctx, metadata.OpAllocUpdate, upd)
 	if err != nil {
 		if m.ctx.Err() == nil && !errors.Is(err, ErrStopped) {
 			m.log.Warn("could not commit allocation reports; workers will repeat them", "reports", len(batch), "err", err)
