@@ -98,6 +98,10 @@ func TestJobs_SingletonNeverRunsTwice(t *testing.T) {
 	var mu sync.Mutex
 	var twice []string
 	var wg sync.WaitGroup
+	var eps []string
+	for _, n := range c.nodes {
+		eps = append(eps, n.endpoint())
+	}
 	wg.Go(func() {
 		for {
 			select {
@@ -105,7 +109,7 @@ func TestJobs_SingletonNeverRunsTwice(t *testing.T) {
 				return
 			case <-time.After(50 * time.Millisecond):
 			}
-			as, ok := c.allocs("single")
+			as, ok := allocsFrom(t, eps, "single")
 			if !ok {
 				continue
 			}
