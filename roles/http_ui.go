@@ -50,6 +50,9 @@ type uiSummary struct {
 	Cluster  clusterWithWorkers `json:"cluster"`
 	Workers  map[string]int     `json:"workers"`
 	Counts   uiCounts           `json:"counts"`
+	// Allocations per state (replicated state), so the overview need not
+	// list every allocation.
+	Allocations map[string]int `json:"allocations"`
 	// Figures are this controller's counters and histogram sums the charts
 	// turn into rates (see uiFigureNames).
 	Figures map[string]float64 `json:"figures"`
@@ -171,7 +174,11 @@ func (c *Controller) summary(ctx context.Context, auth string, withPeers bool) u
 	s := uiSummary{
 		At: now.UTC().Format(time.RFC3339Nano), NodeID: c.cfg.NodeID, LeaderID: cw.LeaderID, Term: cw.Term,
 		Cluster: cw, Workers: cw.Workers, Figures: c.figures(),
-		Counts: uiCounts{Keys: st.Count(), Leases: st.LeaseCount(), Revision: st.Revision(), Watchers: c.hub.watchers()},
+		Counts:      uiCounts{Keys: st.Count(), Leases: st.LeaseCount(), Revision: st.Revision(), Watchers: c.hub.watchers()},
+		Allocations: map[string]int{},
+	}
+	for state, n := range st.AllocCounts() {
+		s.Allocations[string(state)] = n
 	}
 	if withPeers {
 		s.Peers = c.peerSummaries(ctx, auth, s)

@@ -1,7 +1,6 @@
 // Overview: the cluster at a glance, updated by every summary event.
-import {APIError, describe, get} from '../api.js';
 import {chart} from '../chart.js';
-import {card, dl, fmtMS, fmtNum, h, keyedTable, msg, pill, replace} from '../dom.js';
+import {card, dl, fmtMS, fmtNum, h, keyedTable, pill, replace} from '../dom.js';
 import {leaderChanges, series} from '../history.js';
 
 const WORKER_STATES = ['alive', 'suspect', 'fenced', 'draining', 'left'];
@@ -87,6 +86,13 @@ export default {
         log.length ? h('ul', {class: 'small'}, log.slice(-4).reverse().map((e) =>
           h('li', {}, `${new Date(e.at).toLocaleTimeString()}: ${e.from} → ${e.to} (term ${e.term})`))) : null,
         metric ? h('div', {class: 'muted small'}, `Since each process started (corral_raft_leader_changes_total): ${metric}`) : null);
+      const counts = s.allocations || {};
+      const states = Object.keys(counts).sort();
+      series.running.push(Date.now(), counts.running || 0);
+      replace(allocBox,
+        h('div', {class: 'big'}, fmtNum(states.reduce((n, k) => n + counts[k], 0))),
+        states.length ? dl(states.map((k) => [pill(k), h('span', {id: `ov-alloc-${k}`}, fmtNum(counts[k]))]))
+          : h('p', {class: 'muted'}, 'No allocations.'));
       const w = s.workers || {};
       const total = WORKER_STATES.reduce((n, k) => n + (w[k] || 0), 0);
       replace(workersBox,
@@ -107,29 +113,5 @@ export default {
       })));
     });
 
-    // Allocations per state: from the jobs API, which not every controller
-    // version has.
-    let noJobs = false;
-    ctx.every(2000, async () => {
-      if (noJobs) return;
-      try {
-        const r = await get('/v1/allocations');
-        const counts = {};
-        for (const a of r.allocations || []) counts[a.state] = (counts[a.state] || 0) + 1;
-        series.running.push(Date.now(), counts.running || 0);
-        const states = Object.keys(counts).sort();
-        replace(allocBox,
-          h('div', {class: 'big'}, fmtNum((r.allocations || []).length)),
-          states.length ? dl(states.map((k) => [pill(k), h('span', {id: `ov-alloc-${k}`}, fmtNum(counts[k]))]))
-            : h('p', {class: 'muted'}, 'No allocations.'));
-      } catch (e) {
-        if (e instanceof APIError && e.status === 404) {
-          noJobs = true;
-          replace(allocBox, h('p', {class: 'muted'}, 'This controller has no jobs API yet.'));
-        } else {
-          replace(allocBox, msg('error', describe(e)));
-        }
-      }
-    });
   },
 };
