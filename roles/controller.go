@@ -60,6 +60,7 @@ type Controller struct {
 	// leaderHooks run on the raft loop when this controller gains or loses
 	// leadership (term is the new term); they must not block.
 	leaderHooks []func(isLeader bool, term uint64)
+	leaders     leaderHistory   // leader changes of the last hour (dashboard)
 	workers     *sessionManager // worker sessions (sessions.go)
 	sched       *scheduler      // evaluations while leading (scheduler_loop.go)
 	lessor      *lessor         // lease deadlines while leading (leases.go)

@@ -53,6 +53,8 @@ type uiSummary struct {
 	// Allocations per state (replicated state), so the overview need not
 	// list every allocation.
 	Allocations map[string]int `json:"allocations"`
+	// LeaderChanges this controller saw in the last hour.
+	LeaderChanges []leaderChange `json:"leader_changes"`
 	// Figures are this controller's counters and histogram sums the charts
 	// turn into rates (see uiFigureNames).
 	Figures map[string]float64 `json:"figures"`
@@ -175,7 +177,7 @@ func (c *Controller) summary(ctx context.Context, auth string, withPeers bool) u
 		At: now.UTC().Format(time.RFC3339Nano), NodeID: c.cfg.NodeID, LeaderID: cw.LeaderID, Term: cw.Term,
 		Cluster: cw, Workers: cw.Workers, Figures: c.figures(),
 		Counts:      uiCounts{Keys: st.Count(), Leases: st.LeaseCount(), Revision: st.Revision(), Watchers: c.hub.watchers()},
-		Allocations: map[string]int{},
+		Allocations: map[string]int{}, LeaderChanges: c.leaders.lastHour(now),
 	}
 	for state, n := range st.AllocCounts() {
 		s.Allocations[string(state)] = n

@@ -97,6 +97,7 @@ func (c *Controller) updateSoftState(ss *raft.SoftState) {
 	if prev != ss.Lead {
 		if ss.Lead != 0 {
 			c.met.leaderChanges.Inc()
+			c.leaders.observe(time.Now(), ss.Lead, c.term.Load())
 		}
 		c.log.Info("leader changed", "leader", ss.Lead, "previous", prev, "state", ss.RaftState.String())
 		c.reads.leaderChanged()

@@ -77,12 +77,15 @@ export default {
           ['Reachable', `${fmtNum(q.reachable)} (${fmtNum(q.needed)} needed)`],
           ['Tolerates', `${fmtNum(q.failure_tolerance)} failure${q.failure_tolerance === 1 ? '' : 's'}`],
         ]));
-      const log = leaderChanges();
+      // The controller's own record of the last hour (it keeps it from
+      // its start); the page's record covers a controller that restarted.
+      const server = (s.leader_changes || []).map((e) => ({at: e.at_ms, from: e.from || 'none', to: e.to, term: e.term}));
+      const log = server.length ? server : leaderChanges();
       const metric = (s.peers || []).filter((p) => p.up && p.figures)
         .map((p) => `${p.id}: ${fmtNum(p.figures.corral_raft_leader_changes_total || 0)}`).join(', ');
       replace(changesBox,
         h('div', {class: 'big', id: 'ov-changes'}, String(log.length)),
-        h('div', {class: 'muted small'}, 'seen by this page'),
+        h('div', {class: 'muted small'}, server.length ? `seen by controller ${s.node_id}` : 'seen by this page'),
         log.length ? h('ul', {class: 'small'}, log.slice(-4).reverse().map((e) =>
           h('li', {}, `${new Date(e.at).toLocaleTimeString()}: ${e.from} → ${e.to} (term ${e.term})`))) : null,
         metric ? h('div', {class: 'muted small'}, `Since each process started (corral_raft_leader_changes_total): ${metric}`) : null);
