@@ -306,6 +306,20 @@ func (s *State) AssignVersion(worker string) uint64 {
 	return 0
 }
 
+// AssignVersions returns AssignVersion for each worker id, under one read
+// lock (the pusher asks for every session at once).
+func (s *State) AssignVersions(ids []string) []uint64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]uint64, len(ids))
+	for i, id := range ids {
+		if w := s.ext.Workers[id]; w != nil {
+			out[i] = w.AssignVersion
+		}
+	}
+	return out
+}
+
 // WorkerAssignment returns what the worker must run at its current epoch.
 func (s *State) WorkerAssignment(worker string) (Assignment, bool) {
 	s.mu.RLock()

@@ -65,6 +65,9 @@ type session struct {
 	stream      transport.Stream
 	out         *streamWriter // writes to stream; shared with the pusher
 	sentVersion uint64        // assignment version last sent on out
+	// skippedEmpty: the version recorded in sentVersion was an empty set
+	// that was not sent (the worker had nothing from this stream).
+	skippedEmpty bool
 }
 
 func (c *Controller) startWorkerSessions() error {
@@ -299,9 +302,9 @@ func (m *sessionManager) heartbeat(stream transport.Stream, out *streamWriter, h
 	s.lastSeen, s.heard, s.load, s.loadKnown, s.stream = now, true, hb.Load, true, stream
 	pushDue := false
 	if s.out != out {
-		s.out, s.sentVersion, pushDue = out, 0, true
+		s.out, s.sentVersion, s.skippedEmpty, pushDue = out, 0, false, true
 	}
-	if hb.AssignVersion < s.sentVersion {
+	if hb.AssignVersion < s.sentVersion && !s.skippedEmpty {
 		s.sentVersion, pushDue = hb.AssignVersion, true // the worker missed one: send again
 	}
 	if hb.HeartbeatIntervalMS > 0 {

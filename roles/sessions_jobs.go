@@ -102,8 +102,9 @@ func (m *sessionManager) pushLoop() {
 			}
 		}
 		m.mu.Unlock()
-		for _, id := range ids {
-			m.maybePush(id)
+		vers := m.c.State().AssignVersions(ids) // one read lock for all
+		for i, id := range ids {
+			m.push(id, vers[i])
 		}
 		select {
 		case <-m.ctx.Done():
@@ -113,26 +114,31 @@ func (m *sessionManager) pushLoop() {
 	}
 }
 
-// maybePush sends the worker its assignment if it changed since the last
-// one sent on its current stream.
-func (m *sessionManager) maybePush(id string) {
-	st := m.c.State()
-	ver := st.AssignVersion(id)
+// push sends the worker its assignment if its version ver is newer than
+// the last one sent on its current stream.
+func (m *sessionManager) push(id string, ver uint64) {
 	m.mu.Lock()
 	s := m.sessions[id]
 	if s == nil || s.out == nil || s.fencing || !m.ready || ver <= s.sentVersion {
 		m.mu.Unlock()
 		return
 	}
-	epoch, out, ctrl, prevSent := s.epoch, s.out, m.ctrlEpoch, s.sentVersion
+	epoch, out, ctrl, prevSent, skipped := s.epoch, s.out, m.ctrlEpoch, s.sentVersion, s.skippedEmpty
 	s.sentVersion = ver
 	m.mu.Unlock()
-	as, ok := st.WorkerAssignment(id)
+	as, ok := m.c.State().WorkerAssignment(id)
 	if !ok || as.Epoch != epoch {
 		return
 	}
-	if len(as.Allocs) == 0 && prevSent == 0 {
-		return // nothing was ever sent on this stream: nothing to take back
+	if len(as.Allocs) == 0 && (prevSent == 0 || skipped) {
+		// The worker holds nothing from this stream: an empty set tells it
+		// nothing. Its heartbeats will show an older version; that is fine.
+		m.mu.Lock()
+		if s := m.sessions[id]; s != nil && s.out == out {
+			s.skippedEmpty = true
+		}
+		m.mu.Unlock()
+		return
 	}
 	msg := &transport.Assign{ControllerEpoch: ctrl, Epoch: epoch, Version: as.Version, Specs: map[string]string{}}
 	for name, spec := range as.Specs {
@@ -145,13 +151,17 @@ func (m *sessionManager) maybePush(id string) {
 	for _, a := range as.Allocs {
 		msg.Allocs = append(msg.Allocs, transport.AssignedAlloc{ID: a.ID, Job: a.Job, Desired: a.Desired, RestartGen: a.RestartGen})
 	}
-	if err := out.write(msg); err != nil {
-		m.log.Debug("could not send an assignment", "worker", id, "err", err)
-		m.mu.Lock()
-		if s := m.sessions[id]; s != nil && s.out == out {
+	err := out.write(msg)
+	m.mu.Lock()
+	if s := m.sessions[id]; s != nil && s.out == out {
+		s.skippedEmpty = false
+		if err != nil {
 			s.sentVersion = 0
 		}
-		m.mu.Unlock()
+	}
+	m.mu.Unlock()
+	if err != nil {
+		m.log.Debug("could not send an assignment", "worker", id, "err", err)
 		return
 	}
 	m.met.assignments.Inc()
