@@ -103,6 +103,28 @@ type executor struct {
 	wg     sync.WaitGroup // every executor goroutine
 }
 
+// sweepOldAllocDirs removes the allocation dirs a previous worker process
+// left behind once their logs are older than the retention: this process
+// never knew those allocations, so nothing else would remove them.
+func sweepOldAllocDirs(dir string, retention time.Duration, now time.Time, log *slog.Logger) {
+	if retention <= 0 {
+		return
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		info, err := e.Info()
+		if err != nil || !e.IsDir() || now.Sub(info.ModTime()) < retention {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			log.Warn("could not remove an old allocation dir", "dir", e.Name(), "err", err)
+		}
+	}
+}
+
 func newExecutor(cfg executorConfig) (*executor, error) {
 	if cfg.Dir == "" {
 		return nil, errors.New("executor: Dir is required")
@@ -146,6 +168,7 @@ func newExecutor(cfg executorConfig) (*executor, error) {
 		return nil, fmt.Errorf("executor: %w", err)
 	}
 	cfg.Dir = dir
+	sweepOldAllocDirs(dir, cfg.LogRetention, time.Now(), cfg.Logger)
 	return &executor{
 		cfg: cfg, log: cfg.Logger,
 		runners: make(map[string]*execRunner),

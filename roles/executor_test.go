@@ -2,6 +2,7 @@ package roles
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -449,4 +450,18 @@ func TestExecutor_NoRefreshWhenTheSessionStalls(t *testing.T) {
 	allowed.Store(false)
 	h.await("st", execLost)
 	require.Eventually(t, func() bool { return !pidAlive(pid) }, 5*time.Second, 10*time.Millisecond)
+}
+
+func TestExecutor_SweepsOldAllocDirsAtStart(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"old", "new"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, name), 0o755))
+	}
+	past := time.Now().Add(-2 * time.Hour)
+	require.NoError(t, os.Chtimes(filepath.Join(dir, "old"), past, past))
+	sweepOldAllocDirs(dir, time.Hour, time.Now(), slog.New(slog.DiscardHandler))
+	_, err := os.Stat(filepath.Join(dir, "old"))
+	require.True(t, os.IsNotExist(err), "a dir older than the retention is removed")
+	_, err = os.Stat(filepath.Join(dir, "new"))
+	require.NoError(t, err)
 }
