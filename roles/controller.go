@@ -60,11 +60,12 @@ type Controller struct {
 	// leaderHooks run on the raft loop when this controller gains or loses
 	// leadership (term is the new term); they must not block.
 	leaderHooks []func(isLeader bool, term uint64)
-	leaders     leaderHistory   // leader changes of the last hour (dashboard)
-	workers     *sessionManager // worker sessions (sessions.go)
-	sched       *scheduler      // evaluations while leading (scheduler_loop.go)
-	lessor      *lessor         // lease deadlines while leading (leases.go)
-	hub         *watchHub       // watch history and fan-out (watch.go)
+	leaders     leaderHistory    // leader changes of the last hour (dashboard)
+	fwdProps    chan *pb.Message // proposals forwarded by followers (forward.go)
+	workers     *sessionManager  // worker sessions (sessions.go)
+	sched       *scheduler       // evaluations while leading (scheduler_loop.go)
+	lessor      *lessor          // lease deadlines while leading (leases.go)
+	hub         *watchHub        // watch history and fan-out (watch.go)
 
 	leasesExpired prometheus.Counter // leases.go
 
@@ -88,12 +89,13 @@ func StartController(cfg ControllerConfig) (*Controller, error) {
 		return nil, fmt.Errorf("create data dir %s: %w", cfg.DataDir, err)
 	}
 	c := &Controller{
-		cfg:    cfg,
-		log:    cfg.Logger.With("component", "controller", "node", cfg.NodeID),
-		reg:    prometheus.NewRegistry(),
-		stopc:  make(chan struct{}),
-		done:   make(chan struct{}),
-		failed: make(chan error, 1),
+		cfg:      cfg,
+		log:      cfg.Logger.With("component", "controller", "node", cfg.NodeID),
+		reg:      prometheus.NewRegistry(),
+		stopc:    make(chan struct{}),
+		done:     make(chan struct{}),
+		failed:   make(chan error, 1),
+		fwdProps: make(chan *pb.Message, forwardedProposalQueue),
 	}
 	c.clusterID.Store("")
 	c.met = newControllerMetrics(c.reg)
@@ -137,6 +139,7 @@ func StartController(cfg ControllerConfig) (*Controller, error) {
 	}
 	c.startScheduler()
 	go c.run()
+	go c.forwardLoop()
 	go c.reads.run()
 	go c.promoteLoop()
 	go c.expireLoop() // leases.go

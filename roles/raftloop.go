@@ -301,6 +301,9 @@ func (c *Controller) maybeSnapshot() error {
 // Process implements transport.Handler.
 func (c *Controller) Process(ctx context.Context, m *pb.Message) error {
 	c.heard.touch(m.GetFrom())
+	if m.GetType() == pb.MsgProp {
+		return c.stepForwarded(m) // never blocks the stream (forward.go)
+	}
 	return c.node.Step(ctx, m)
 }
 
