@@ -126,7 +126,10 @@ func (m *sessionManager) serveStream(s transport.Stream) {
 			}
 			reply = m.register(s, out, msg)
 		case *transport.AllocReport:
-			if bound == "" || msg.WorkerID != bound {
+			if bound == "" {
+				continue // before the stream's first heartbeat: the worker repeats it
+			}
+			if msg.WorkerID != bound {
 				break
 			}
 			m.jobs.enqueueReport(msg, out)

@@ -242,3 +242,26 @@ func TestWorker_LateLeaderIsProbedNotAbandoned(t *testing.T) {
 		20*testHeartbeat, 5*time.Millisecond, "the worker abandoned (or was fenced by) a leader that was only late")
 	require.Positive(t, testutil.ToFloat64(w.met.acked))
 }
+
+// A report that arrives on a stream before its first heartbeat (a worker
+// that just moved to a new leader) is ignored, not taken as a protocol
+// violation: the stream stays open and the next heartbeat is answered.
+func TestWorker_ReportBeforeFirstHeartbeatKeepsTheStream(t *testing.T) {
+	wc := newWorkerCluster(t, 3, nil)
+	lead := wc.leaderNode()
+	s, err := wc.net.StreamDialer(998).DialStream(context.Background(), wc.cfgs[lead.cfg.NodeID].Peers[lead.cfg.NodeID])
+	require.NoError(t, err)
+	p := newRawPeer(t, s)
+	p.send(&transport.AllocReport{Seq: 1, WorkerID: "raw-2", Epoch: 1,
+		Statuses: []transport.AllocStatus{{ID: "a1", State: "running"}}}, true)
+	for seq := uint64(2); ; seq++ {
+		p.send(&transport.Register{Seq: seq, WorkerID: "raw-2", Incarnation: "inc-b"}, false)
+		m := p.recv()
+		if _, ok := m.(*transport.Registered); ok {
+			return
+		}
+		r, ok := m.(*transport.Refused)
+		require.True(t, ok, "unexpected answer %#v", m)
+		require.Equal(t, transport.RefuseNotReady, r.Code, r.Message)
+	}
+}
