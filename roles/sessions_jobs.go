@@ -84,6 +84,9 @@ func kick(ch chan struct{}) {
 // change what workers must run.
 func (m *sessionManager) assignmentsChanged() { kick(m.jobs.pushKick) }
 
+// pushWriters bounds the assignments written at once.
+const pushWriters = 16
+
 // pushLoop sends new assignments to every live session whose replicated
 // version moved past what it was sent. Pushes are coalesced: at most one
 // pass per 10 ms however many entries commit.
@@ -96,16 +99,29 @@ func (m *sessionManager) pushLoop() {
 		}
 		m.mu.Lock()
 		ids := make([]string, 0, len(m.sessions))
+		sent := make([]uint64, 0, len(m.sessions))
 		if m.ready {
-			for id := range m.sessions {
-				ids = append(ids, id)
+			for id, s := range m.sessions {
+				ids, sent = append(ids, id), append(sent, s.sentVersion)
 			}
 		}
 		m.mu.Unlock()
 		vers := m.c.State().AssignVersions(ids) // one read lock for all
+		// A few writers at once: a worker whose stream is wedged holds up
+		// one of them (for up to the write timeout), not everyone's work.
+		sem := make(chan struct{}, pushWriters)
+		var wg sync.WaitGroup
 		for i, id := range ids {
-			m.push(id, vers[i])
+			if vers[i] <= sent[i] {
+				continue // nothing new for it
+			}
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				m.push(id, vers[i])
+			})
 		}
+		wg.Wait()
 		select {
 		case <-m.ctx.Done():
 			return
