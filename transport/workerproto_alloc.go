@@ -219,24 +219,11 @@ func decodeAllocMessage(d *wdecoder, typ byte) WorkerMessage {
 	return nil
 }
 
+// varint reads a signed varint: binary.AppendVarint writes the zig-zag
+// form as a uvarint, so the same bounds and minimality checks apply.
 func (d *wdecoder) varint() int64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Varint(d.b[d.off:])
-	switch {
-	case n == 0:
-		d.fail("truncated varint")
-		return 0
-	case n < 0:
-		d.fail("varint overflow")
-		return 0
-	case n > 1 && d.b[d.off+n-1] == 0:
-		d.fail("non-minimal varint")
-		return 0
-	}
-	d.off += n
-	return v
+	u := d.uvarint()
+	return int64(u>>1) ^ -int64(u&1)
 }
 
 func sortedKeys(m map[string]string) []string {
