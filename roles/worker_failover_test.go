@@ -67,7 +67,7 @@ func TestWorker_LeaderFailoverFencesNoLiveWorkerButFencesOneKilledDuringIt(t *te
 		require.Equal(t, uint64(1), w.Status().Epoch)
 		require.Greater(t, w.Status().ControllerEpoch, old.Term()-1)
 	}
-	require.Equal(t, 1.0, fencings(lead))
+	waitFencings(t, lead, 1)
 	wc.net.Heal()
 }
 

@@ -176,6 +176,14 @@ func getWorkers(t *testing.T, c *Controller) workersJSON {
 	return out
 }
 
+// waitFencings polls the leader's fencings counter, which moves just after
+// the fence it counts has applied.
+func waitFencings(t *testing.T, c *Controller, n float64) {
+	t.Helper()
+	require.Eventually(t, func() bool { return fencings(c) == n }, 5*time.Second, 2*time.Millisecond,
+		"fencings counter: %v, want %v", fencings(c), n)
+}
+
 func fencings(c *Controller) float64 {
 	return testutil.ToFloat64(c.workers.met.fencings.WithLabelValues("session_timeout"))
 }

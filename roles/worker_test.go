@@ -96,7 +96,7 @@ func TestWorker_CrashIsFencedWithinTimeoutAndRestartGetsHigherEpoch(t *testing.T
 	require.GreaterOrEqual(t, took, testSessionTimeout-testHeartbeat, "fenced before the session timeout")
 	require.Less(t, took, testSessionTimeout+testHeartbeat+lead.workers.checkEvery()+200*time.Millisecond,
 		"not fenced within session timeout + one heartbeat interval")
-	require.Equal(t, 1.0, fencings(lead))
+	waitFencings(t, lead, 1)
 	require.Equal(t, "session_timeout", replicated(lead, w.ID()).Reason)
 
 	// The same data dir comes back as the same id with a higher epoch.
@@ -132,7 +132,7 @@ func TestWorker_SecondProcessWithSameIDRefusedWhileFirstIsLive(t *testing.T) {
 	first.halt()
 	wc.waitAlive(second)
 	require.Equal(t, uint64(2), second.Status().Epoch)
-	require.Equal(t, 1.0, fencings(lead))
+	waitFencings(t, lead, 1)
 }
 
 func TestWorker_GracefulLeaveIsMarkedLeftAtOnce(t *testing.T) {
