@@ -56,6 +56,8 @@ func benchWorkersCommand() *cli.Command {
 			&cli.StringFlag{Name: "log-level", Value: "error", EnvVars: envVars("log-level"),
 				Usage: "simulated workers' log level: debug, info, warn or error"},
 			&cli.StringFlag{Name: "log-format", Value: "text", EnvVars: envVars("log-format"), Usage: "text or json"},
+			&cli.StringFlag{Name: "pprof-addr", EnvVars: envVars("pprof-addr"),
+				Usage: "serve this process's Go profiles on HOST:PORT under /debug/pprof/ (to see what the simulated side costs)"},
 		),
 		Action: benchWorkersAction,
 	}
@@ -128,6 +130,13 @@ func benchWorkersAction(c *cli.Context) error {
 	out := c.App.Writer
 	ctx, stop := signalContext(c.Context)
 	defer stop()
+	if addr := c.String("pprof-addr"); addr != "" {
+		closePprof, err := servePprof(addr)
+		if err != nil {
+			return err
+		}
+		defer closePprof()
+	}
 	lead, err := findLeader(ctx, c)
 	if err != nil {
 		return err

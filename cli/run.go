@@ -49,6 +49,8 @@ func runCommand() *cli.Command {
 				Usage: "file holding the bearer token every API request must carry"},
 			&cli.BoolFlag{Name: "http-insecure", EnvVars: envVars("http-insecure"),
 				Usage: "allow serving the API on a non-loopback address without a token"},
+			&cli.BoolFlag{Name: "enable-pprof", EnvVars: envVars("enable-pprof"),
+				Usage: "serve Go runtime profiles under /debug/pprof/ on the API (behind the token)"},
 			&cli.Uint64Flag{Name: "snapshot-every", Value: 10000, EnvVars: envVars("snapshot-every"),
 				Usage: "applied entries between state-machine snapshots"},
 			&cli.DurationFlag{Name: "tick-interval", Value: 100 * time.Millisecond, EnvVars: envVars("tick-interval"),
@@ -119,6 +121,7 @@ func controllerConfig(c *cli.Context) (roles.ControllerConfig, error) {
 	cfg.ClusterID = c.String("cluster-id")
 	cfg.APITokenFile = c.String("api-token-file")
 	cfg.HTTPInsecure = c.Bool("http-insecure")
+	cfg.EnablePprof = c.Bool("enable-pprof")
 	cfg.SnapshotEvery = c.Uint64("snapshot-every")
 	if cfg.SnapshotEvery == 0 {
 		return cfg, errors.New("--snapshot-every must be positive, e.g. 10000")

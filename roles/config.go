@@ -46,6 +46,9 @@ type ControllerConfig struct {
 	APITokenFile string
 	// HTTPInsecure allows a non-loopback HTTP address without a token.
 	HTTPInsecure bool
+	// EnablePprof serves Go's runtime profiles under /debug/pprof/ on the
+	// API (behind the API token), as etcd's --enable-pprof does.
+	EnablePprof bool
 	// SnapshotEvery is how many applied entries trigger a state-machine
 	// snapshot and log compaction.
 	SnapshotEvery uint64

@@ -139,6 +139,9 @@ func (c *Controller) Handler() http.Handler {
 	c.registerCoordRoutes(mux) // leases, watches, locks, elections, services (http_coord.go)
 	c.registerJobRoutes(mux)   // jobs, allocations, logs, drain (http_jobs.go)
 	c.registerUIRoutes(mux)    // dashboard under /ui/, / redirects there, GET /v1/events (http_ui.go)
+	if c.cfg.EnablePprof {
+		registerPprof(mux)
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, &apiError{Code: "not_found",
 			Message: fmt.Sprintf("no route for %s %s; see docs/API.md", r.Method, r.URL.Path)})

@@ -307,6 +307,9 @@ func (m *sessionManager) heartbeat(stream transport.Stream, out *streamWriter, h
 	if hb.AssignVersion < s.sentVersion && !s.skippedEmpty {
 		s.sentVersion, pushDue = hb.AssignVersion, true // the worker missed one: send again
 	}
+	if pushDue {
+		m.pushSoonLocked(hb.WorkerID)
+	}
 	if hb.HeartbeatIntervalMS > 0 {
 		s.interval = time.Duration(hb.HeartbeatIntervalMS) * time.Millisecond
 	}
@@ -416,6 +419,7 @@ func (m *sessionManager) register(stream transport.Stream, out *streamWriter, r 
 		s.interval = time.Duration(r.HeartbeatIntervalMS) * time.Millisecond
 	}
 	m.sessions[r.WorkerID] = s
+	m.pushSoonLocked(r.WorkerID) // a new epoch may have work waiting already
 	m.mu.Unlock()
 	m.met.registrations.Inc()
 	m.log.Info("worker registered", "worker", r.WorkerID, "epoch", reg.Epoch, "incarnation", r.Incarnation,

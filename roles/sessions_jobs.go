@@ -55,6 +55,10 @@ type pendingReport struct {
 type sessionJobs struct {
 	pushKick   chan struct{}
 	reportKick chan struct{}
+	// pushIDs are sessions to look at in the next pass although no entry
+	// changed an assignment (a new stream, a worker that missed a push);
+	// guarded by sessionManager.mu.
+	pushIDs map[string]struct{}
 
 	mu      sync.Mutex
 	reports []pendingReport
@@ -71,6 +75,7 @@ func (j *sessionJobs) init() {
 	j.pushKick = make(chan struct{}, 1)
 	j.reportKick = make(chan struct{}, 1)
 	j.logWait = map[uint64]logWaiter{}
+	j.pushIDs = map[string]struct{}{}
 }
 
 func kick(ch chan struct{}) {
@@ -84,50 +89,88 @@ func kick(ch chan struct{}) {
 // change what workers must run.
 func (m *sessionManager) assignmentsChanged() { kick(m.jobs.pushKick) }
 
+// pushSoonLocked makes the next pass look at session id; m.mu is held.
+func (m *sessionManager) pushSoonLocked(id string) { m.jobs.pushIDs[id] = struct{}{} }
+
 // pushWriters bounds the assignments written at once.
 const pushWriters = 16
 
 // pushLoop sends new assignments to every live session whose replicated
 // version moved past what it was sent. Pushes are coalesced: at most one
-// pass per 10 ms however many entries commit.
+// pass per 10 ms however many entries commit. A pass visits every session
+// only when an entry changed some assignment since the last pass;
+// otherwise it visits only the sessions marked by pushSoonLocked, so a
+// stream of registrations costs O(1) each, not O(workers).
 func (m *sessionManager) pushLoop() {
+	var lastSeq uint64
 	for {
 		select {
 		case <-m.ctx.Done():
 			return
 		case <-m.jobs.pushKick:
 		}
-		m.mu.Lock()
-		ids := make([]string, 0, len(m.sessions))
-		sent := make([]uint64, 0, len(m.sessions))
-		if m.ready {
-			for id, s := range m.sessions {
-				ids, sent = append(ids, id), append(sent, s.sentVersion)
-			}
+		seq := m.c.State().AssignSeq() // before the scan: a later bump kicks again
+		ids, sent, ready := m.pushCandidates(seq != lastSeq)
+		if ready {
+			lastSeq = seq
+		} else {
+			lastSeq = 0 // a new leader's first pass looks at everyone
 		}
-		m.mu.Unlock()
-		vers := m.c.State().AssignVersions(ids) // one read lock for all
-		// A few writers at once: a worker whose stream is wedged holds up
-		// one of them (for up to the write timeout), not everyone's work.
-		sem := make(chan struct{}, pushWriters)
-		var wg sync.WaitGroup
-		for i, id := range ids {
-			if vers[i] <= sent[i] {
-				continue // nothing new for it
-			}
-			sem <- struct{}{}
-			wg.Go(func() {
-				defer func() { <-sem }()
-				m.push(id, vers[i])
-			})
-		}
-		wg.Wait()
+		m.pushAll(ids, sent)
 		select {
 		case <-m.ctx.Done():
 			return
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+}
+
+// pushCandidates returns the sessions a pass must look at and the version
+// each was last sent.
+func (m *sessionManager) pushCandidates(all bool) (ids []string, sent []uint64, ready bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.ready {
+		clear(m.jobs.pushIDs)
+		return nil, nil, false
+	}
+	if all {
+		ids, sent = make([]string, 0, len(m.sessions)), make([]uint64, 0, len(m.sessions))
+		for id, s := range m.sessions {
+			ids, sent = append(ids, id), append(sent, s.sentVersion)
+		}
+	} else {
+		for id := range m.jobs.pushIDs {
+			if s := m.sessions[id]; s != nil {
+				ids, sent = append(ids, id), append(sent, s.sentVersion)
+			}
+		}
+	}
+	clear(m.jobs.pushIDs)
+	return ids, sent, true
+}
+
+// pushAll pushes to each session whose replicated version is newer than
+// what it was sent. A few writers at once: a worker whose stream is wedged
+// holds up one of them (for up to the write timeout), not everyone's work.
+func (m *sessionManager) pushAll(ids []string, sent []uint64) {
+	if len(ids) == 0 {
+		return
+	}
+	vers := m.c.State().AssignVersions(ids) // one read lock for all
+	sem := make(chan struct{}, pushWriters)
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		if vers[i] <= sent[i] {
+			continue // nothing new for it
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			m.push(id, vers[i])
+		})
+	}
+	wg.Wait()
 }
 
 // push sends the worker its assignment if its version ver is newer than
@@ -173,6 +216,7 @@ func (m *sessionManager) push(id string, ver uint64) {
 		s.skippedEmpty = false
 		if err != nil {
 			s.sentVersion = 0
+			m.pushSoonLocked(id) // try again at the next pass (not at once: the stream may be dead)
 		}
 	}
 	m.mu.Unlock()

@@ -14,9 +14,10 @@ start)
 	mkdir -p "$dir"
 	[ -f "$dir/tls/ca.pem" ] || "$bin" certs create --dir "$dir/tls" --hosts 127.0.0.1,localhost
 	for i in 1 2 3; do
+		# CORRAL_FLAGS: extra flags for every controller (e.g. --enable-pprof).
 		"$bin" run --role=controller --node-id=$i --data-dir="$dir/data-$i" \
 			--cluster-addr=127.0.0.1:708$i --http-addr=127.0.0.1:808$i \
-			--controllers=$peers --tls-dir="$dir/tls" >"$dir/node-$i.log" 2>&1 &
+			--controllers=$peers --tls-dir="$dir/tls" ${CORRAL_FLAGS:-} >"$dir/node-$i.log" 2>&1 &
 		echo $! >"$dir/node-$i.pid"
 	done
 	for _ in $(seq 1 100); do
