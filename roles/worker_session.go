@@ -16,19 +16,31 @@ func (w *Worker) onTick(now time.Time) {
 		w.maybeRegister(now)
 		return
 	}
-	if oldest, ok := w.oldestPending(); ok && now.Sub(oldest) >= w.cfg.HeartbeatInterval && w.probe == nil {
-		// The previous heartbeat is still unanswered when the next is due:
-		// the leader is gone, no longer leads, or is overloaded. Ask the
-		// others now, well within the self-fence margin, but keep the
-		// connection in case it is only slow.
+	if w.leaderSilent(now) && w.probe == nil {
+		// The previous heartbeat is still unanswered when the next is due
+		// and nothing at all came for an interval: the leader is gone or
+		// cut off. Ask the others now, well within the self-fence margin,
+		// but keep the connection in case it is only slow.
 		if !w.dialing && !now.Before(w.probeAfter) {
-			w.log.Info("leader is late acknowledging a heartbeat; asking the other controllers who leads",
-				"controller", w.conn.addr, "waited", now.Sub(oldest).Round(time.Millisecond))
+			w.log.Info("leader is silent; asking the other controllers who leads",
+				"controller", w.conn.addr, "silent_for", now.Sub(w.conn.lastRecv).Round(time.Millisecond))
 		}
 		w.startProbe(nil, now)
 	}
 	w.sendHeartbeat(w.conn, now, false)
 	w.flushReports(now)
+}
+
+// leaderSilent reports whether the current connection looks dead rather
+// than slow: a heartbeat is unanswered for an interval and no message of
+// any kind arrived for an interval. A leader that answers late but still
+// answers is overloaded, and every worker opening a handshake to the
+// other controllers at once would only add to the load (a retry storm
+// that turned a one-second stall into mass fencing in the 5,000-worker
+// benchmark); a deposed leader answers with a redirect instead.
+func (w *Worker) leaderSilent(now time.Time) bool {
+	oldest, ok := w.oldestPending()
+	return ok && now.Sub(oldest) >= w.cfg.HeartbeatInterval && now.Sub(w.conn.lastRecv) >= w.cfg.HeartbeatInterval
 }
 
 func (w *Worker) onKick(now time.Time) {

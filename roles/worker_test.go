@@ -182,3 +182,22 @@ func TestWorker_RejectsBadConfig(t *testing.T) {
 	_, err = ParseLabels("a=1,a=2")
 	require.Error(t, err)
 }
+
+// A leader that answers late but still answers is overloaded, not gone:
+// probing the other controllers then only adds handshakes to the load
+// (every worker at once). Only a silent connection triggers a probe.
+func TestWorker_ProbesOnlyASilentLeader(t *testing.T) {
+	now := time.Now()
+	iv := time.Second
+	w := &Worker{cfg: WorkerConfig{HeartbeatInterval: iv}, conn: &wconn{}, pending: map[uint64]time.Time{}}
+	w.pending[7] = now.Add(-3 * iv / 2) // unanswered for 1.5 intervals
+
+	w.conn.lastRecv = now.Add(-iv / 3) // but an older heartbeat's ack just came
+	require.False(t, w.leaderSilent(now), "late answers mean a slow leader: no probe")
+
+	w.conn.lastRecv = now.Add(-6 * iv / 5)
+	require.True(t, w.leaderSilent(now), "nothing for more than an interval: probe")
+
+	clear(w.pending)
+	require.False(t, w.leaderSilent(now), "nothing unanswered: nothing to probe about")
+}
