@@ -42,6 +42,9 @@ type extState struct {
 	AssignSeq uint64                 `json:"assign_seq,omitempty"`
 	// idx is derived from Allocs and never serialised.
 	idx jobIndex
+	// assigns remembers the latest AssignSeq bumps (assignlog.go); never
+	// serialised.
+	assigns assignLog
 }
 
 func (e *extState) encode() []byte {

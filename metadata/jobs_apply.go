@@ -172,6 +172,7 @@ func (s *State) bumpAssign(worker string) {
 	if w := s.ext.Workers[worker]; w != nil {
 		s.ext.AssignSeq++
 		w.AssignVersion = s.ext.AssignSeq
+		s.ext.assigns.add(s.ext.AssignSeq, worker)
 	}
 }
 

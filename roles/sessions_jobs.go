@@ -97,25 +97,25 @@ const pushWriters = 16
 
 // pushLoop sends new assignments to every live session whose replicated
 // version moved past what it was sent. Pushes are coalesced: at most one
-// pass per 10 ms however many entries commit. A pass visits every session
-// only when an entry changed some assignment since the last pass;
-// otherwise it visits only the sessions marked by pushSoonLocked, so a
-// stream of registrations costs O(1) each, not O(workers).
+// pass per 10 ms however many entries commit. A pass visits the sessions
+// of the workers whose assignment moved since the last pass (the state
+// remembers which) and those marked by pushSoonLocked; it visits every
+// session only on a new leader's first pass or when the state no longer
+// remembers the changes. So a stream of registrations (each moves the
+// registering worker's assignment) costs O(1) each, not O(workers).
 func (m *sessionManager) pushLoop() {
 	var lastSeq uint64
+	fresh := true
 	for {
 		select {
 		case <-m.ctx.Done():
 			return
 		case <-m.jobs.pushKick:
 		}
-		seq := m.c.State().AssignSeq() // before the scan: a later bump kicks again
-		ids, sent, ready := m.pushCandidates(seq != lastSeq)
-		if ready {
-			lastSeq = seq
-		} else {
-			lastSeq = 0 // a new leader's first pass looks at everyone
-		}
+		// Read before the visit: a later bump kicks again.
+		changed, seq, known := m.c.State().AssignChangesSince(lastSeq)
+		ids, sent, ready := m.pushCandidates(fresh || !known, changed)
+		lastSeq, fresh = seq, !ready // a new leader's first pass looks at everyone
 		m.pushAll(ids, sent)
 		select {
 		case <-m.ctx.Done():
@@ -125,9 +125,10 @@ func (m *sessionManager) pushLoop() {
 	}
 }
 
-// pushCandidates returns the sessions a pass must look at and the version
-// each was last sent.
-func (m *sessionManager) pushCandidates(all bool) (ids []string, sent []uint64, ready bool) {
+// pushCandidates returns the sessions a pass must look at (every one, or
+// those marked and those of the changed workers) and the version each was
+// last sent.
+func (m *sessionManager) pushCandidates(all bool, changed []string) (ids []string, sent []uint64, ready bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !m.ready {
@@ -139,11 +140,15 @@ func (m *sessionManager) pushCandidates(all bool) (ids []string, sent []uint64, 
 		for id, s := range m.sessions {
 			ids, sent = append(ids, id), append(sent, s.sentVersion)
 		}
-	} else {
-		for id := range m.jobs.pushIDs {
-			if s := m.sessions[id]; s != nil {
-				ids, sent = append(ids, id), append(sent, s.sentVersion)
-			}
+		clear(m.jobs.pushIDs)
+		return ids, sent, true
+	}
+	for _, id := range changed {
+		m.jobs.pushIDs[id] = struct{}{}
+	}
+	for id := range m.jobs.pushIDs {
+		if s := m.sessions[id]; s != nil {
+			ids, sent = append(ids, id), append(sent, s.sentVersion)
 		}
 	}
 	clear(m.jobs.pushIDs)
