@@ -19,7 +19,7 @@ func TestAssignChangesSince_NamesTheWorkersWhoseAssignmentMoved(t *testing.T) {
 	ids, cur, known = a.s.AssignChangesSince(0)
 	require.True(t, known)
 	require.Equal(t, []string{"w1", "w2"}, ids)
-	require.Equal(t, a.s.AssignSeq(), cur)
+	require.Equal(t, uint64(2), cur, "one version per registration")
 
 	require.NoError(t, a.apply(jobCmd(t, "j", 1, false)).Err)
 	a.apply(planCmd(t, 3, planFor(a, "j", NewAlloc{ID: "a1", Worker: "w2", WorkerEpoch: 1})))

@@ -306,14 +306,6 @@ func (s *State) AssignVersion(worker string) uint64 {
 	return 0
 }
 
-// AssignSeq returns the last assignment version handed out to any worker:
-// it moves whenever some worker's assignment changes.
-func (s *State) AssignSeq() uint64 {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.ext.AssignSeq
-}
-
 // AssignVersions returns AssignVersion for each worker id, under one read
 // lock (the pusher asks for every session at once).
 func (s *State) AssignVersions(ids []string) []uint64 {

@@ -419,7 +419,6 @@ func (m *sessionManager) register(stream transport.Stream, out *streamWriter, r 
 		s.interval = time.Duration(r.HeartbeatIntervalMS) * time.Millisecond
 	}
 	m.sessions[r.WorkerID] = s
-	m.pushSoonLocked(r.WorkerID) // a new epoch may have work waiting already
 	m.mu.Unlock()
 	m.met.registrations.Inc()
 	m.log.Info("worker registered", "worker", r.WorkerID, "epoch", reg.Epoch, "incarnation", r.Incarnation,

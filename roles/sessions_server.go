@@ -155,7 +155,7 @@ func (m *sessionManager) serveStream(s transport.Stream) {
 		if hb, ok := msg.(*transport.Heartbeat); ok && !hb.Leaving { // a leave waits for a commit
 			m.met.handleSeconds.Observe(time.Since(start).Seconds())
 		} else if _, ok := msg.(*transport.Register); ok {
-			m.assignmentsChanged() // register marked it for the pusher
+			m.assignmentsChanged() // the registration moved its assignment version
 		}
 	}
 }

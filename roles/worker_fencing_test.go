@@ -28,6 +28,15 @@ func newRawPeer(t *testing.T, s transport.Stream) *rawPeer {
 	return &rawPeer{t: t, s: s, br: bufio.NewReader(s)}
 }
 
+// rawPeerToLeader opens a worker stream to the current leader from the
+// in-memory network address netID, to speak the protocol by hand.
+func (wc *workerCluster) rawPeerToLeader(netID uint64) *rawPeer {
+	lead := wc.leaderNode()
+	s, err := wc.net.StreamDialer(netID).DialStream(context.Background(), wc.cfgs[lead.cfg.NodeID].Peers[lead.cfg.NodeID])
+	require.NoError(wc.t, err)
+	return newRawPeer(wc.t, s)
+}
+
 func (p *rawPeer) send(m transport.WorkerMessage, preamble bool) {
 	p.t.Helper()
 	var b []byte
@@ -51,9 +60,7 @@ func (p *rawPeer) recv() transport.WorkerMessage {
 func TestWorker_ControllerRefusesStaleWorkerEpochOverTheTransport(t *testing.T) {
 	wc := newWorkerCluster(t, 3, nil)
 	lead := wc.leaderNode()
-	s, err := wc.net.StreamDialer(999).DialStream(context.Background(), wc.cfgs[lead.cfg.NodeID].Peers[lead.cfg.NodeID])
-	require.NoError(t, err)
-	p := newRawPeer(t, s)
+	p := wc.rawPeerToLeader(999)
 
 	register := func(seq uint64, first bool) *transport.Registered {
 		for {
@@ -95,8 +102,8 @@ func TestWorker_ControllerRefusesStaleWorkerEpochOverTheTransport(t *testing.T) 
 
 	// One stream speaks for one worker only.
 	p.send(&transport.Heartbeat{Seq: 6, WorkerID: "raw-2", Incarnation: "x", Epoch: 1}, false)
-	require.NoError(t, s.SetReadDeadline(time.Now().Add(10*time.Second)))
-	_, _, err = transport.ReadWorkerMessage(p.br, nil)
+	require.NoError(t, p.s.SetReadDeadline(time.Now().Add(10*time.Second)))
+	_, _, err := transport.ReadWorkerMessage(p.br, nil)
 	require.ErrorIs(t, err, io.EOF)
 }
 
@@ -248,10 +255,7 @@ func TestWorker_LateLeaderIsProbedNotAbandoned(t *testing.T) {
 // violation: the stream stays open and the next heartbeat is answered.
 func TestWorker_ReportBeforeFirstHeartbeatKeepsTheStream(t *testing.T) {
 	wc := newWorkerCluster(t, 3, nil)
-	lead := wc.leaderNode()
-	s, err := wc.net.StreamDialer(998).DialStream(context.Background(), wc.cfgs[lead.cfg.NodeID].Peers[lead.cfg.NodeID])
-	require.NoError(t, err)
-	p := newRawPeer(t, s)
+	p := wc.rawPeerToLeader(998)
 	p.send(&transport.AllocReport{Seq: 1, WorkerID: "raw-2", Epoch: 1,
 		Statuses: []transport.AllocStatus{{ID: "a1", State: "running"}}}, true)
 	for seq := uint64(2); ; seq++ {
