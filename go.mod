@@ -53,3 +53,5 @@ require (
 	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
 )
+
+replace github.com/quic-go/quic-go => ./third_party/quic-go
