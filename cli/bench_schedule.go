@@ -135,7 +135,8 @@ func (b *benchSchedule) startWorkers(ctx context.Context, c *cli.Context, cfg be
 			return cleanup, ctx.Err()
 		}
 		if i%cfg.perSocket == 0 {
-			d, err := transport.NewQUICDialer(transport.QUICDialerConfig{TLS: bundle, ALPN: transport.ALPNWorker, Logger: logger})
+			d, err := transport.NewQUICDialer(transport.QUICDialerConfig{TLS: bundle, ALPN: transport.ALPNWorker, Logger: logger,
+				RequestInterval: cfg.interval})
 			if err != nil {
 				return cleanup, err
 			}

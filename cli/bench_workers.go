@@ -177,7 +177,8 @@ func benchWorkersAction(c *cli.Context) error {
 			break
 		}
 		if i%cfg.perSocket == 0 {
-			d, err := transport.NewQUICDialer(transport.QUICDialerConfig{TLS: bundle, ALPN: transport.ALPNWorker, Logger: logger})
+			d, err := transport.NewQUICDialer(transport.QUICDialerConfig{TLS: bundle, ALPN: transport.ALPNWorker, Logger: logger,
+				RequestInterval: cfg.interval})
 			if err != nil {
 				return err
 			}

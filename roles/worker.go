@@ -159,7 +159,8 @@ func StartWorker(cfg WorkerConfig) (*Worker, error) {
 		if err != nil {
 			return nil, fmt.Errorf("load TLS files: %w", err)
 		}
-		d, err := transport.NewQUICDialer(transport.QUICDialerConfig{TLS: bundle, ALPN: transport.ALPNWorker, Logger: w.log})
+		d, err := transport.NewQUICDialer(transport.QUICDialerConfig{TLS: bundle, ALPN: transport.ALPNWorker, Logger: w.log,
+			RequestInterval: cfg.HeartbeatInterval})
 		if err != nil {
 			return nil, err
 		}
