@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -42,21 +43,41 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// freeAddr returns a 127.0.0.1 port free for both TCP and UDP (QUIC).
+// Ports handed out by freeAddr in this test process, never given twice.
+var (
+	portsMu   sync.Mutex
+	portsUsed = map[int]bool{}
+)
+
+// freeAddr returns a 127.0.0.1 port free for both TCP and UDP (QUIC). It
+// picks below Linux's ephemeral range (32768-60999): a port the kernel
+// chose for ":0" could be handed to an outgoing connection of this test
+// between the check and the node binding it (seen in CI: a controller's
+// HTTP port taken, the node exiting with "address already in use").
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	for i := 0; i < 50; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		addr := l.Addr().String()
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	for range 500 {
+		p := 20000 + rand.IntN(12000)
+		if portsUsed[p] {
+			continue
+		}
+		addr := fmt.Sprintf("127.0.0.1:%d", p)
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			continue
+		}
 		u, err := net.ListenPacket("udp", addr)
 		l.Close()
-		if err == nil {
-			u.Close()
-			return addr
+		if err != nil {
+			continue
 		}
+		u.Close()
+		portsUsed[p] = true
+		return addr
 	}
-	t.Fatal("no free port")
+	t.Fatal("no free port in 20000-31999")
 	return ""
 }
 
