@@ -149,16 +149,8 @@ func TestMembership_TransferLeadershipThenRemoveTheLeader(t *testing.T) {
 	}
 	c.kill(followers[0])
 	require.Eventually(t, func() bool {
-		list, err := c.client(lead).Controllers(context.Background())
-		if err != nil {
-			return false
-		}
-		for _, ci := range list.Controllers {
-			if ci.ID == followers[0] {
-				return !ci.Reachable
-			}
-		}
-		return false
+		reachable, known := controllerReachable(c, lead, followers[0])
+		return known && !reachable
 	}, 20*time.Second, 50*time.Millisecond, "the leader never noticed the killed follower")
 	out, code := c.controllerCLI([]uint64{lead}, "remove", fmt.Sprint(followers[1]))
 	require.Equal(t, 1, code, out)
@@ -170,6 +162,15 @@ func TestMembership_TransferLeadershipThenRemoveTheLeader(t *testing.T) {
 	out, code = c.controllerCLI(all, "transfer-leader", fmt.Sprint(to))
 	require.Equal(t, 0, code, out)
 	require.Equal(t, to, c.waitLeader(20*time.Second))
+	// The new leader was just restarted: its connections to the others may
+	// still be coming up, and the removal below checks that the remaining
+	// voters are reachable from it.
+	for _, id := range []uint64{lead, followers[1]} {
+		require.Eventually(t, func() bool {
+			reachable, _ := controllerReachable(c, to, id)
+			return reachable
+		}, 20*time.Second, 50*time.Millisecond, "the new leader never reached controller %d", id)
+	}
 
 	// Removing the leader hands leadership over first.
 	out, code = c.controllerCLI(all, "remove", fmt.Sprint(to))
@@ -288,4 +289,19 @@ func TestRecover_FromLostMajority(t *testing.T) {
 	kv, err := c.client(4).Get(context.Background(), "dr/after", client.Serializable())
 	require.NoError(t, err)
 	require.Equal(t, "ok", string(kv.Value))
+}
+
+// controllerReachable reports whether controller via sees controller id as
+// reachable, and whether via listed id at all.
+func controllerReachable(c *cluster, via, id uint64) (reachable, known bool) {
+	list, err := c.client(via).Controllers(context.Background())
+	if err != nil {
+		return false, false
+	}
+	for _, ci := range list.Controllers {
+		if ci.ID == id {
+			return ci.Reachable, true
+		}
+	}
+	return false, false
 }
