@@ -67,12 +67,7 @@ func sentPerExchange(t *testing.T, ctrlAddr string, bundle *TLSBundle, requestIn
 // lone acknowledgement.
 func TestQUICDialer_AcknowledgementsRideOnTheNextRequest(t *testing.T) {
 	t.Parallel()
-	bundles := clusterBundles(t, 2)
-	ctrl := startNode(t, 1, bundles[0], "", "")
-	l, err := ctrl.q.ListenStreams(ALPNWorker)
-	require.NoError(t, err)
-	t.Cleanup(func() { l.Close() })
-	echoServe(t, l)
+	ctrl, _, bundles := startWorkerEcho(t)
 
 	const pace = 100 * time.Millisecond
 	delayed := sentPerExchange(t, ctrl.q.Addr().String(), bundles[1], pace, pace)

@@ -13,6 +13,19 @@ import (
 )
 
 // echoServe answers every byte slice read on s with the same bytes.
+// startWorkerEcho starts controller 1 with an echoing worker listener and
+// returns both with the bundles of nodes 1 and 2 (2 is free to dial with).
+func startWorkerEcho(t *testing.T) (*testNode, StreamListener, []*TLSBundle) {
+	t.Helper()
+	bundles := clusterBundles(t, 2)
+	ctrl := startNode(t, 1, bundles[0], "", "")
+	l, err := ctrl.q.ListenStreams(ALPNWorker)
+	require.NoError(t, err)
+	t.Cleanup(func() { l.Close() })
+	echoServe(t, l)
+	return ctrl, l, bundles
+}
+
 func echoServe(t *testing.T, l StreamListener) {
 	t.Helper()
 	go func() {
@@ -115,12 +128,7 @@ func TestMemStream_LongPartitionKillsSessionAndCloseIsSeen(t *testing.T) {
 
 func TestQUICStreams_WorkerALPNSharesTheClusterListener(t *testing.T) {
 	t.Parallel()
-	bundles := clusterBundles(t, 2)
-	ctrl := startNode(t, 1, bundles[0], "", "")
-	l, err := ctrl.q.ListenStreams(ALPNWorker)
-	require.NoError(t, err)
-	t.Cleanup(func() { l.Close() })
-	echoServe(t, l)
+	ctrl, l, bundles := startWorkerEcho(t)
 
 	d, err := NewQUICDialer(QUICDialerConfig{TLS: bundles[1], ALPN: ALPNWorker, LocalAddr: "127.0.0.1:0"})
 	require.NoError(t, err)
