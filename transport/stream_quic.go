@@ -283,8 +283,11 @@ const maxAckDelayCap = 10 * time.Second
 // later, a packet that only acknowledges the reply. Letting the dialer
 // wait 1.5 intervals to acknowledge lets the next request carry it: two
 // packets, and about a third less CPU on both ends (docs/PERFORMANCE.md).
-// The controller then waits that long before it retransmits a lost reply;
-// the next request gets its own reply in the meantime.
+// The cost is on loss: a lost reply is repaired only when the next reply
+// arrives (its gap makes the dialer acknowledge at once) or after 1.5
+// intervals, so that heartbeat is acknowledged about an interval late —
+// inside the self-fence time, but late enough for the worker to ask the
+// other controllers who leads.
 //
 // The dialer also assumes the controller may take half an interval to
 // acknowledge: a controller that stalls (a garbage-collection pause with
