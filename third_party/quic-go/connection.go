@@ -38,6 +38,7 @@ type cryptoStreamHandler interface {
 	SetLargest1RTTAcked(protocol.PacketNumber) error
 	SetHandshakeConfirmed()
 	GetSessionTicket() ([]byte, error)
+	ReleaseTLS() // corral patch
 	NextEvent() handshake.Event
 	DiscardInitialKeys()
 	HandleMessage([]byte, protocol.EncryptionLevel) error
@@ -988,6 +989,8 @@ func (c *Conn) handleHandshakeComplete(now monotime.Time) error {
 			c.queueControlFrame(cf)
 		}
 	}
+	// corral patch: nothing of crypto/tls's connection is needed any more.
+	c.cryptoStreamHandler.ReleaseTLS()
 	token, err := c.tokenGenerator.NewToken(c.conn.RemoteAddr(), c.rttStats.SmoothedRTT())
 	if err != nil {
 		return err
@@ -1007,6 +1010,9 @@ func (c *Conn) handleHandshakeConfirmed(now monotime.Time) error {
 
 	c.handshakeConfirmed = true
 	c.cryptoStreamHandler.SetHandshakeConfirmed()
+	if c.perspective == protocol.PerspectiveClient {
+		c.cryptoStreamHandler.ReleaseTLS() // corral patch; the server's waits for its session ticket
+	}
 	if c.qlogger != nil {
 		c.qlogger.RecordEvent(qlog.ConnectionStateUpdated{State: qlog.ConnectionStateHandshakeConfirmed})
 	}
@@ -2407,6 +2413,9 @@ func (c *Conn) dropEncryptionLevel(encLevel protocol.EncryptionLevel, now monoti
 	case protocol.EncryptionInitial:
 		c.droppedInitialKeys = true
 		c.cryptoStreamHandler.DiscardInitialKeys()
+		c.initialStream.release() // corral patch
+	case protocol.EncryptionHandshake:
+		c.handshakeStream.release() // corral patch
 	case protocol.Encryption0RTT:
 		c.streamsMap.ResetFor0RTT()
 		c.framer.Handle0RTTRejection()

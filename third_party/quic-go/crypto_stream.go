@@ -72,6 +72,18 @@ func (s *baseCryptoStream) Finish() error {
 	return nil
 }
 
+// release (corral patch) frees the stream's buffers once its encryption
+// level is dropped: nothing is sent at that level any more, and popping
+// the last frame leaves a zero-length slice that still pins the whole
+// handshake flight. A finished stream ignores old data and refuses new
+// data before touching its queue, so the queue can go too.
+func (s *baseCryptoStream) release() {
+	s.writeBuf = nil
+	if s.finished {
+		s.queue = frameSorter{}
+	}
+}
+
 // Writes writes data that should be sent out in CRYPTO frames
 func (s *baseCryptoStream) Write(p []byte) (int, error) {
 	s.writeBuf = append(s.writeBuf, p...)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -26,7 +27,13 @@ const clientSessionStateRevision = 5
 
 type cryptoSetup struct {
 	tlsConf *tls.Config
-	conn    *tls.QUICConn
+	conn    *tls.QUICConn // nil once ReleaseTLS ran (corral patch)
+
+	// corral patch: what ConnectionState reports after ReleaseTLS. The
+	// mutex orders ReleaseTLS against ConnectionState, which other
+	// goroutines may call.
+	connStateMu sync.Mutex
+	connState   tls.ConnectionState
 
 	events []Event
 
@@ -211,12 +218,43 @@ func (h *cryptoSetup) StartHandshake(ctx context.Context) error {
 // Close closes the crypto setup.
 // It aborts the handshake, if it is still running.
 func (h *cryptoSetup) Close() error {
+	if h.conn == nil { // released: the handshake is long over
+		return nil
+	}
 	return h.conn.Close()
+}
+
+// ReleaseTLS (corral patch) drops crypto/tls's connection once the
+// handshake is confirmed (and, at a server, the session ticket, if any, was
+// taken): the connection keeps its handshake messages and buffers (several
+// KB) for the rest of its life otherwise, which at thousands of connections
+// is a large share of the live heap. ConnectionState answers from a copy
+// afterwards. Later CRYPTO data is a protocol violation from a client (QUIC
+// has no post-handshake messages from the client); to a client it can only
+// be a session ticket, which crypto/tls would drop anyway without a session
+// cache, so a client with a cache keeps its connection.
+func (h *cryptoSetup) ReleaseTLS() {
+	if h.conn == nil || (h.perspective == protocol.PerspectiveClient && h.tlsConf.ClientSessionCache != nil) {
+		return
+	}
+	h.connStateMu.Lock()
+	h.connState = h.conn.ConnectionState()
+	conn := h.conn
+	h.conn = nil
+	h.connStateMu.Unlock()
+	_ = conn.Close() // the handshake goroutine has returned: this only cancels its context
+	h.tlsConf = nil
 }
 
 // HandleMessage handles a TLS handshake message.
 // It is called by the crypto streams when a new message is available.
 func (h *cryptoSetup) HandleMessage(data []byte, encLevel protocol.EncryptionLevel) error {
+	if h.conn == nil {
+		if h.perspective == protocol.PerspectiveClient {
+			return nil // a session ticket, and no cache to keep it in
+		}
+		return &qerr.TransportError{ErrorCode: qerr.ProtocolViolation, ErrorMessage: "CRYPTO data after the handshake"}
+	}
 	if err := h.handleMessage(data, encLevel); err != nil {
 		return wrapError(err)
 	}
@@ -306,7 +344,13 @@ func (h *cryptoSetup) NextEvent() Event {
 		return Event{Kind: EventNoEvent}
 	}
 	ev := h.events[0]
+	// corral patch: the backing array outlives the slice's start, and
+	// with it every event's data (the handshake flights) unless cleared.
+	h.events[0] = Event{}
 	h.events = h.events[1:]
+	if len(h.events) == 0 {
+		h.events = nil
+	}
 	return ev
 }
 
@@ -670,8 +714,14 @@ func (h *cryptoSetup) Get1RTTOpener() (ShortHeaderOpener, error) {
 }
 
 func (h *cryptoSetup) ConnectionState() ConnectionState {
+	h.connStateMu.Lock()
+	defer h.connStateMu.Unlock()
+	cs := h.connState
+	if h.conn != nil {
+		cs = h.conn.ConnectionState()
+	}
 	return ConnectionState{
-		ConnectionState: h.conn.ConnectionState(),
+		ConnectionState: cs,
 		Used0RTT:        h.used0RTT.Load(),
 	}
 }

@@ -126,6 +126,7 @@ type CryptoSetup interface {
 	io.Closer
 	ChangeConnectionID(protocol.ConnectionID)
 	GetSessionTicket() ([]byte, error)
+	ReleaseTLS() // corral patch
 
 	HandleMessage([]byte, protocol.EncryptionLevel) error
 	NextEvent() Event
