@@ -77,7 +77,10 @@ func (m *sessionManager) serveStream(s transport.Stream) {
 	stop := context.AfterFunc(m.ctx, func() { _ = s.Close() })
 	defer stop()
 	_ = s.SetReadDeadline(time.Now().Add(workerPreambleTimeout))
-	br := bufio.NewReaderSize(s, 4096)
+	// Small on purpose: the leader holds one per worker for the session's
+	// life, a heartbeat is far smaller, and a larger frame (a registration
+	// with many labels) is read past the buffer.
+	br := bufio.NewReaderSize(s, sessionReadBuffer)
 	if err := transport.ReadWorkerPreamble(br); err != nil {
 		m.met.badStreams.Inc()
 		m.log.Warn("refusing worker stream", "remote", s.RemoteAddr(), "err", err)
@@ -159,6 +162,10 @@ func (m *sessionManager) serveStream(s transport.Stream) {
 		}
 	}
 }
+
+// sessionReadBuffer is the per-session read buffer at the leader (bufio's
+// minimum is 16 bytes).
+const sessionReadBuffer = 512
 
 func isClosedErr(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed)
