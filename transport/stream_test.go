@@ -42,6 +42,21 @@ func echoServe(t *testing.T, l StreamListener) {
 	}()
 }
 
+// dialWorkerStream dials addr on the worker protocol with bundle's
+// certificate; the stream and its dialer close when the test ends.
+func dialWorkerStream(t *testing.T, bundle *TLSBundle, addr string) Stream {
+	t.Helper()
+	d, err := NewQUICDialer(QUICDialerConfig{TLS: bundle, ALPN: ALPNWorker, LocalAddr: "127.0.0.1:0"})
+	require.NoError(t, err)
+	t.Cleanup(func() { d.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	s, err := d.DialStream(ctx, addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 func readWithin(t *testing.T, s Stream, n int, d time.Duration) ([]byte, error) {
 	t.Helper()
 	require.NoError(t, s.SetReadDeadline(time.Now().Add(d)))
@@ -130,13 +145,7 @@ func TestQUICStreams_WorkerALPNSharesTheClusterListener(t *testing.T) {
 	t.Parallel()
 	ctrl, l, bundles := startWorkerEcho(t)
 
-	d, err := NewQUICDialer(QUICDialerConfig{TLS: bundles[1], ALPN: ALPNWorker, LocalAddr: "127.0.0.1:0"})
-	require.NoError(t, err)
-	t.Cleanup(func() { d.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
-	defer cancel()
-	s, err := d.DialStream(ctx, ctrl.q.Addr().String())
-	require.NoError(t, err)
+	s := dialWorkerStream(t, bundles[1], ctrl.q.Addr().String())
 	frame, err := AppendWorkerFrame(WorkerPreamble(), &Redirect{ControllerEpoch: 3, LeaderAddr: "x"})
 	require.NoError(t, err)
 	_, err = s.Write(frame)
@@ -164,8 +173,7 @@ func TestQUICStreams_WorkerALPNSharesTheClusterListener(t *testing.T) {
 	require.Error(t, err)
 
 	// Closing the listener ends accepted sessions.
-	s3, err := d.DialStream(ctx, ctrl.q.Addr().String())
-	require.NoError(t, err)
+	s3 := dialWorkerStream(t, bundles[1], ctrl.q.Addr().String())
 	_, err = s3.Write(frame)
 	require.NoError(t, err)
 	_, err = readWithin(t, s3, len(frame), waitFor)
