@@ -48,6 +48,10 @@ type ReceiveStream struct {
 	readChan chan struct{}
 	readOnce chan struct{} // cap: 1, to protect against concurrent use of Read
 	deadline monotime.Time
+	// readTimer (corral patch) is reused by every Read that waits with a
+	// deadline: a new timer per wait was a fifth of what a corral
+	// controller allocated per worker heartbeat.
+	readTimer *time.Timer
 
 	flowController *streamFlowController
 }
@@ -178,7 +182,6 @@ func (s *ReceiveStream) readImpl(p []byte) (hasStreamWindowUpdate bool, hasConnW
 	}
 
 	var bytesRead int
-	var deadlineTimer *time.Timer
 	for bytesRead < len(p) {
 		if s.currentFrame == nil || s.readPosInFrame >= len(s.currentFrame) {
 			s.dequeueNextFrame()
@@ -206,20 +209,23 @@ func (s *ReceiveStream) readImpl(p []byte) (hasStreamWindowUpdate bool, hasConnW
 				break
 			}
 
-			s.mutex.Unlock()
 			if deadline.IsZero() {
+				s.mutex.Unlock()
 				<-s.readChan
 			} else {
-				if deadlineTimer == nil {
-					deadlineTimer = time.NewTimer(monotime.Until(deadline))
-					defer deadlineTimer.Stop()
+				t := s.readTimer
+				if t == nil {
+					t = time.NewTimer(monotime.Until(deadline))
+					s.readTimer = t
 				} else {
-					deadlineTimer.Reset(monotime.Until(deadline))
+					t.Reset(monotime.Until(deadline))
 				}
+				s.mutex.Unlock()
 				select {
 				case <-s.readChan:
-				case <-deadlineTimer.C:
+				case <-t.C:
 				}
+				t.Stop() // since Go 1.23 no stale tick survives Stop or Reset
 			}
 			s.mutex.Lock()
 			s.dequeueNextFrame()

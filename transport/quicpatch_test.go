@@ -1,9 +1,14 @@
 package transport
 
+// Tests of what corral's quic-go patch (third_party/quic-go/CORRAL.md)
+// changes beyond acknowledgement timing (that is ackdelay_test.go).
+
 import (
 	"context"
 	"crypto/tls"
+	"os"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -60,4 +65,21 @@ func requireTLSState(t *testing.T, s Stream, peer *TLSBundle, msg string, args .
 	require.Equal(t, ALPNWorker, st.NegotiatedProtocol, append([]any{msg}, args...)...)
 	require.NotEmpty(t, st.PeerCertificates, append([]any{msg}, args...)...)
 	require.Equal(t, peer.Cert.Certificate[0], st.PeerCertificates[0].Raw, append([]any{msg}, args...)...)
+}
+
+// A QUIC stream reuses one timer for every Read that waits with a deadline
+// (third_party/quic-go, CORRAL.patch): a deadline that fires must still
+// fail that Read, and must not disturb the Reads after it.
+func TestQUICStream_ReadDeadlineFiresAndTheStreamStillReads(t *testing.T) {
+	ctrl, _, bundles := startWorkerEcho(t)
+	c := dialWorkerStream(t, bundles[1], ctrl.q.Addr().String())
+	for i := range 3 {
+		_, err := readWithin(t, c, 1, 20*time.Millisecond) // the echo has nothing to send
+		require.ErrorIs(t, err, os.ErrDeadlineExceeded, "read %d", i)
+		_, err = c.Write([]byte{byte('a' + i)})
+		require.NoError(t, err)
+		got, err := readWithin(t, c, 1, waitFor)
+		require.NoError(t, err, "read %d", i)
+		require.Equal(t, []byte{byte('a' + i)}, got)
+	}
 }
