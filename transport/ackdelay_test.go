@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"context"
 	"net"
 	"sync/atomic"
 	"testing"
@@ -27,16 +26,8 @@ func (c *countingConn) WriteTo(p []byte, addr net.Addr) (int, error) {
 func sentPerExchange(t *testing.T, ctrlAddr string, bundle *TLSBundle, requestInterval, pace time.Duration) float64 {
 	t.Helper()
 	cc := &countingConn{}
-	d, err := NewQUICDialer(QUICDialerConfig{TLS: bundle, ALPN: ALPNWorker, LocalAddr: "127.0.0.1:0",
-		RequestInterval: requestInterval,
-		wrapConn:        func(u *net.UDPConn) net.PacketConn { cc.PacketConn = u; return cc }})
-	require.NoError(t, err)
-	t.Cleanup(func() { d.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
-	defer cancel()
-	s, err := d.DialStream(ctx, ctrlAddr)
-	require.NoError(t, err)
-	t.Cleanup(func() { s.Close() })
+	s := dialWorkerStreamWith(t, QUICDialerConfig{TLS: bundle, RequestInterval: requestInterval,
+		wrapConn: func(u *net.UDPConn) net.PacketConn { cc.PacketConn = u; return cc }}, ctrlAddr)
 	exchange := func() {
 		_, err := s.Write([]byte("heartbeat"))
 		require.NoError(t, err)

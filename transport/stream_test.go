@@ -46,7 +46,15 @@ func echoServe(t *testing.T, l StreamListener) {
 // certificate; the stream and its dialer close when the test ends.
 func dialWorkerStream(t *testing.T, bundle *TLSBundle, addr string) Stream {
 	t.Helper()
-	d, err := NewQUICDialer(QUICDialerConfig{TLS: bundle, ALPN: ALPNWorker, LocalAddr: "127.0.0.1:0"})
+	return dialWorkerStreamWith(t, QUICDialerConfig{TLS: bundle}, addr)
+}
+
+// dialWorkerStreamWith is dialWorkerStream with more of the dialer's
+// configuration; it fills in the worker protocol and a loopback address.
+func dialWorkerStreamWith(t *testing.T, cfg QUICDialerConfig, addr string) Stream {
+	t.Helper()
+	cfg.ALPN, cfg.LocalAddr = ALPNWorker, "127.0.0.1:0"
+	d, err := NewQUICDialer(cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { d.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
