@@ -2,10 +2,12 @@ package roles
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/corral-dev/corral/metadata"
+	"github.com/corral-dev/corral/transport"
 )
 
 func TestWorker_RegistersAndShowsAlive(t *testing.T) {
@@ -79,6 +82,33 @@ func TestWorker_RegistersAndShowsAlive(t *testing.T) {
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Positive(t, testutil.ToFloat64(lead.workers.met.registrations))
+}
+
+// The leader reads each session through a small buffer
+// (sessionReadBuffer): a registration bigger than that must arrive whole.
+func TestWorker_RegistrationLargerThanTheSessionReadBufferArrivesWhole(t *testing.T) {
+	labels := map[string]string{}
+	for i := range 8 {
+		labels[fmt.Sprintf("label-%d", i)] = strings.Repeat(string(rune('a'+i)), 200)
+	}
+	frame, err := transport.AppendWorkerFrame(nil, &transport.Register{WorkerID: "w", Incarnation: "i", Labels: labels})
+	require.NoError(t, err)
+	require.Greater(t, len(frame), 2*sessionReadBuffer)
+
+	wc := newWorkerCluster(t, 1, nil)
+	w := wc.startWorker("", func(c *WorkerConfig) { c.Labels = labels })
+	wc.waitAlive(w)
+	var got workerJSON
+	require.Eventually(t, func() bool {
+		view := getWorkers(t, wc.leaderNode())
+		if len(view.Workers) != 1 {
+			return false
+		}
+		got = view.Workers[0]
+		return true
+	}, 5*time.Second, 5*time.Millisecond)
+	labels[LimitsLabel] = "not-enforced"
+	require.Equal(t, labels, got.Labels)
 }
 
 func TestWorker_CrashIsFencedWithinTimeoutAndRestartGetsHigherEpoch(t *testing.T) {
