@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/corral-dev/corral/roles/controller"
+	"github.com/corral-dev/corral/roles/worker"
 )
 
 // RunCombined runs a controller and a worker in one process until ctx
@@ -12,18 +15,13 @@ import (
 // other (over QUIC, its own session) and leaves before the controller
 // stops. wcfg.Controllers defaults to the controllers' cluster addresses,
 // this one's first; its metrics join the controller's registry.
-func RunCombined(ctx context.Context, ccfg ControllerConfig, wcfg WorkerConfig) error {
-	c, err := StartController(ccfg)
+func RunCombined(ctx context.Context, ccfg controller.Config, wcfg worker.Config) error {
+	c, err := controller.Start(ccfg)
 	if err != nil {
 		return err
 	}
 	if len(wcfg.Controllers) == 0 {
-		wcfg.Controllers = append(wcfg.Controllers, c.cfg.Peers[c.cfg.NodeID])
-		for _, id := range sortedIDs(c.cfg.Peers) {
-			if id != c.cfg.NodeID {
-				wcfg.Controllers = append(wcfg.Controllers, c.cfg.Peers[id])
-			}
-		}
+		wcfg.Controllers = c.ClusterAddrs()
 	}
 	if wcfg.DataDir == "" {
 		wcfg.DataDir = ccfg.DataDir
@@ -37,7 +35,7 @@ func RunCombined(ctx context.Context, ccfg ControllerConfig, wcfg WorkerConfig) 
 	if wcfg.Logger == nil {
 		wcfg.Logger = ccfg.Logger
 	}
-	w, err := StartWorker(wcfg)
+	w, err := worker.Start(wcfg)
 	if err != nil {
 		c.Close()
 		return fmt.Errorf("start worker: %w", err)

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral/roles/controller"
+	"github.com/corral-dev/corral/roles/internal/testcluster"
 	"github.com/stretchr/testify/require"
 )
 
@@ -14,11 +16,11 @@ import (
 // is the worker registry, with each worker's load (on the leader; followers
 // forward this listing over HTTP, which the in-memory cluster lacks).
 func TestCoord_WorkerServiceListsAliveWorkersWithLoad(t *testing.T) {
-	wc := newWorkerCluster(t, 3, nil)
-	tw := wc.startWorker("", nil)
-	wc.waitAlive(tw)
-	lead := wc.leaderNode()
-	get := func(c *Controller) (int, map[string]any) {
+	wc := testcluster.New(t, 3, nil)
+	tw := wc.StartWorker("", nil)
+	wc.WaitAlive(tw)
+	lead := wc.Leader()
+	get := func(c *controller.Controller) (int, map[string]any) {
 		rec := httptest.NewRecorder()
 		c.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/services/corral-worker", nil))
 		var out map[string]any

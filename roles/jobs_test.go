@@ -13,14 +13,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/corral-dev/corral/metadata"
+	"github.com/corral-dev/corral/roles/controller"
+	"github.com/corral-dev/corral/roles/internal/testcluster"
+	"github.com/corral-dev/corral/roles/worker"
 )
 
 // Job tests run controllers and workers in one process over the in-memory
 // network, with real tasks under real `corral supervise` processes.
 
-func (wc *workerCluster) startJobWorker(labels map[string]string) *testWorker {
-	bin := execCorralBinary(wc.t)
-	return wc.startWorker("", func(cfg *WorkerConfig) {
+func startJobWorker(t *testing.T, wc *testcluster.Cluster, labels map[string]string) *testcluster.Worker {
+	bin := testcluster.CorralBinary(t)
+	return wc.StartWorker("", func(cfg *worker.Config) {
 		cfg.SupervisorCmd = []string{bin, "supervise"}
 		cfg.Labels = labels
 		cfg.CPUMillis, cfg.MemoryMB = 4000, 4096
@@ -28,7 +31,7 @@ func (wc *workerCluster) startJobWorker(labels map[string]string) *testWorker {
 }
 
 // api calls the HTTP API of c in-process and decodes a JSON answer.
-func api(t *testing.T, c *Controller, method, path, body string) (int, map[string]any) {
+func api(t *testing.T, c *controller.Controller, method, path, body string) (int, map[string]any) {
 	t.Helper()
 	rec := httptest.NewRecorder()
 	req := httptest.NewRequest(method, path, strings.NewReader(body))
@@ -42,7 +45,9 @@ func api(t *testing.T, c *Controller, method, path, body string) (int, map[strin
 	return rec.Code, out
 }
 
-func allocsOf(c *Controller, job string) []metadata.Allocation { return c.State().Allocations(job, "") }
+func allocsOf(c *controller.Controller, job string) []metadata.Allocation {
+	return c.State().Allocations(job, "")
+}
 
 func countState(as []metadata.Allocation, st metadata.AllocState) int {
 	n := 0
@@ -55,36 +60,36 @@ func countState(as []metadata.Allocation, st metadata.AllocState) int {
 }
 
 // waitAllocs polls the leader's state until cond holds.
-func (wc *workerCluster) waitAllocs(job string, what string, cond func([]metadata.Allocation) bool) []metadata.Allocation {
-	wc.t.Helper()
+func waitAllocs(t *testing.T, wc *testcluster.Cluster, job string, what string, cond func([]metadata.Allocation) bool) []metadata.Allocation {
+	t.Helper()
 	var last []metadata.Allocation
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		last = allocsOf(wc.leaderNode(), job)
+		last = allocsOf(wc.Leader(), job)
 		if cond(last) {
 			return last
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	wc.t.Fatalf("job %s: %s never happened; allocations: %+v", job, what, last)
+	t.Fatalf("job %s: %s never happened; allocations: %+v", job, what, last)
 	return nil
 }
 
 func TestJobs_BatchRunsToCompletionWithExitCodeAndLogs(t *testing.T) {
-	wc := newWorkerCluster(t, 3, nil)
-	w := wc.startJobWorker(nil)
-	wc.waitAlive(w)
-	lead := wc.leaderNode()
+	wc := testcluster.New(t, 3, nil)
+	w := startJobWorker(t, wc, nil)
+	wc.WaitAlive(w)
+	lead := wc.Leader()
 	code, out := api(t, lead, "POST", "/v1/jobs", `{"name":"b","type":"batch","task":{"command":"/bin/sh","args":["-c","echo hello-from-task; exit 0"]}}`)
 	require.Equal(t, 200, code, out)
-	as := wc.waitAllocs("b", "exited", func(as []metadata.Allocation) bool { return countState(as, metadata.AllocExited) == 1 })
+	as := waitAllocs(t, wc, "b", "exited", func(as []metadata.Allocation) bool { return countState(as, metadata.AllocExited) == 1 })
 	require.NotNil(t, as[0].ExitCode)
 	require.Equal(t, 0, *as[0].ExitCode)
 	code, out = api(t, lead, "GET", "/v1/jobs/b", "")
 	require.Equal(t, 200, code)
 	require.Equal(t, "complete", out["job"].(map[string]any)["status"])
 	// Logs after exit, fetched from the worker over its session.
-	code, out = api(t, wc.leaderNode(), "GET", "/v1/allocations/"+as[0].ID+"/logs", "")
+	code, out = api(t, wc.Leader(), "GET", "/v1/allocations/"+as[0].ID+"/logs", "")
 	require.Equal(t, 200, code, out)
 	require.Contains(t, out["text"], "hello-from-task")
 
@@ -97,13 +102,13 @@ func TestJobs_BatchRunsToCompletionWithExitCodeAndLogs(t *testing.T) {
 	// A failing batch job keeps its exit code.
 	code, _ = api(t, lead, "POST", "/v1/jobs", `{"name":"f","type":"batch","reschedule":false,"task":{"command":"/bin/sh","args":["-c","exit 7"]}}`)
 	require.Equal(t, 200, code)
-	as = wc.waitAllocs("f", "failed", func(as []metadata.Allocation) bool { return countState(as, metadata.AllocFailed) == 1 })
+	as = waitAllocs(t, wc, "f", "failed", func(as []metadata.Allocation) bool { return countState(as, metadata.AllocFailed) == 1 })
 	require.Equal(t, 7, *as[0].ExitCode)
 }
 
 func TestJobs_InvalidSpecNamesTheField(t *testing.T) {
-	wc := newWorkerCluster(t, 1, nil)
-	lead := wc.leaderNode()
+	wc := testcluster.New(t, 1, nil)
+	lead := wc.Leader()
 	code, out := api(t, lead, "POST", "/v1/jobs", `{"name":"x","count":-1,"task":{}}`)
 	require.Equal(t, 400, code)
 	require.Equal(t, "invalid_spec", out["code"])
@@ -119,13 +124,13 @@ func TestJobs_InvalidSpecNamesTheField(t *testing.T) {
 }
 
 func TestJobs_ServiceSpreadsAndMovesWhenItsWorkerDies(t *testing.T) {
-	wc := newWorkerCluster(t, 3, nil)
-	ws := []*testWorker{wc.startJobWorker(nil), wc.startJobWorker(nil), wc.startJobWorker(nil)}
-	wc.waitAlive(ws...)
-	lead := wc.leaderNode()
+	wc := testcluster.New(t, 3, nil)
+	ws := []*testcluster.Worker{startJobWorker(t, wc, nil), startJobWorker(t, wc, nil), startJobWorker(t, wc, nil)}
+	wc.WaitAlive(ws...)
+	lead := wc.Leader()
 	code, out := api(t, lead, "POST", "/v1/jobs", `{"name":"s","count":3,"task":{"command":"/bin/sh","args":["-c","exec sleep 600"],"kill_timeout":"1s"}}`)
 	require.Equal(t, 200, code, out)
-	as := wc.waitAllocs("s", "3 running", func(as []metadata.Allocation) bool { return countState(as, metadata.AllocRunning) == 3 })
+	as := waitAllocs(t, wc, "s", "3 running", func(as []metadata.Allocation) bool { return countState(as, metadata.AllocRunning) == 3 })
 	on := map[string]bool{}
 	for _, a := range as {
 		on[a.Worker] = true
@@ -133,9 +138,9 @@ func TestJobs_ServiceSpreadsAndMovesWhenItsWorkerDies(t *testing.T) {
 	require.Len(t, on, 3, "spread puts one allocation on each worker")
 
 	victim := ws[0]
-	victim.halt() // crash: no goodbye
+	victim.Halt() // crash: no goodbye
 	killedAt := time.Now()
-	wc.waitAllocs("s", "a replacement running elsewhere", func(as []metadata.Allocation) bool {
+	waitAllocs(t, wc, "s", "a replacement running elsewhere", func(as []metadata.Allocation) bool {
 		running := 0
 		for _, a := range as {
 			if a.State == metadata.AllocRunning && a.Worker != victim.ID() {
@@ -144,9 +149,9 @@ func TestJobs_ServiceSpreadsAndMovesWhenItsWorkerDies(t *testing.T) {
 		}
 		return running == 3
 	})
-	t.Logf("replacement running %s after the worker died (session timeout %s)", time.Since(killedAt), testSessionTimeout)
+	t.Logf("replacement running %s after the worker died (session timeout %s)", time.Since(killedAt), testcluster.SessionTimeout)
 	lost := 0
-	for _, a := range allocsOf(wc.leaderNode(), "s") {
+	for _, a := range allocsOf(wc.Leader(), "s") {
 		if a.Worker == victim.ID() {
 			require.Equal(t, metadata.AllocLost, a.State)
 			lost++
@@ -156,10 +161,10 @@ func TestJobs_ServiceSpreadsAndMovesWhenItsWorkerDies(t *testing.T) {
 }
 
 func TestJobs_UnplaceableStaysPendingUntilAMatchingWorkerJoins(t *testing.T) {
-	wc := newWorkerCluster(t, 1, nil)
-	w := wc.startJobWorker(map[string]string{"zone": "a"})
-	wc.waitAlive(w)
-	lead := wc.leaderNode()
+	wc := testcluster.New(t, 1, nil)
+	w := startJobWorker(t, wc, map[string]string{"zone": "a"})
+	wc.WaitAlive(w)
+	lead := wc.Leader()
 	code, _ := api(t, lead, "POST", "/v1/jobs", `{"name":"c","constraints":[{"label":"zone","operator":"=","value":"b"}],"task":{"command":"/bin/sh","args":["-c","exec sleep 600"]}}`)
 	require.Equal(t, 200, code)
 	require.Eventually(t, func() bool {
@@ -170,24 +175,24 @@ func TestJobs_UnplaceableStaysPendingUntilAMatchingWorkerJoins(t *testing.T) {
 	require.Equal(t, "pending", out["job"].(map[string]any)["status"])
 	require.Contains(t, out["job"].(map[string]any)["reason"], "constraints")
 
-	w2 := wc.startJobWorker(map[string]string{"zone": "b"})
-	wc.waitAlive(w2)
-	as := wc.waitAllocs("c", "placed on the new worker", func(as []metadata.Allocation) bool { return countState(as, metadata.AllocRunning) == 1 })
+	w2 := startJobWorker(t, wc, map[string]string{"zone": "b"})
+	wc.WaitAlive(w2)
+	as := waitAllocs(t, wc, "c", "placed on the new worker", func(as []metadata.Allocation) bool { return countState(as, metadata.AllocRunning) == 1 })
 	require.Equal(t, w2.ID(), as[0].Worker)
 }
 
 func TestJobs_DrainMovesServicesThenUndo(t *testing.T) {
-	wc := newWorkerCluster(t, 1, nil)
-	a, b := wc.startJobWorker(nil), wc.startJobWorker(nil)
-	wc.waitAlive(a, b)
-	lead := wc.leaderNode()
+	wc := testcluster.New(t, 1, nil)
+	a, b := startJobWorker(t, wc, nil), startJobWorker(t, wc, nil)
+	wc.WaitAlive(a, b)
+	lead := wc.Leader()
 	code, _ := api(t, lead, "POST", "/v1/jobs", `{"name":"d","count":2,"task":{"command":"/bin/sh","args":["-c","exec sleep 600"],"kill_timeout":"1s"}}`)
 	require.Equal(t, 200, code)
-	wc.waitAllocs("d", "2 running", func(as []metadata.Allocation) bool { return countState(as, metadata.AllocRunning) == 2 })
+	waitAllocs(t, wc, "d", "2 running", func(as []metadata.Allocation) bool { return countState(as, metadata.AllocRunning) == 2 })
 	code, out := api(t, lead, "POST", "/v1/workers/"+a.ID()+"/drain", `{"drain":true}`)
 	require.Equal(t, 200, code, out)
 	require.Equal(t, "draining", out["state"])
-	wc.waitAllocs("d", "all moved off the drained worker", func(as []metadata.Allocation) bool {
+	waitAllocs(t, wc, "d", "all moved off the drained worker", func(as []metadata.Allocation) bool {
 		running := 0
 		for _, al := range as {
 			if al.Worker == a.ID() && !al.State.Terminal() {
@@ -207,17 +212,17 @@ func TestJobs_DrainMovesServicesThenUndo(t *testing.T) {
 }
 
 func TestJobs_RestartStopAndLogsFollow(t *testing.T) {
-	wc := newWorkerCluster(t, 1, nil)
-	w := wc.startJobWorker(nil)
-	wc.waitAlive(w)
-	lead := wc.leaderNode()
+	wc := testcluster.New(t, 1, nil)
+	w := startJobWorker(t, wc, nil)
+	wc.WaitAlive(w)
+	lead := wc.Leader()
 	code, _ := api(t, lead, "POST", "/v1/jobs", `{"name":"r","task":{"command":"/bin/sh","args":["-c","echo started $$; exec sleep 600"],"kill_timeout":"1s"}}`)
 	require.Equal(t, 200, code)
-	as := wc.waitAllocs("r", "running", func(as []metadata.Allocation) bool { return countState(as, metadata.AllocRunning) == 1 })
+	as := waitAllocs(t, wc, "r", "running", func(as []metadata.Allocation) bool { return countState(as, metadata.AllocRunning) == 1 })
 	id := as[0].ID
 	code, out := api(t, lead, "POST", "/v1/allocations/"+id+"/restart", "")
 	require.Equal(t, 200, code, out)
-	wc.waitAllocs("r", "restarted", func(as []metadata.Allocation) bool {
+	waitAllocs(t, wc, "r", "restarted", func(as []metadata.Allocation) bool {
 		return as[0].Restarts == 1 && as[0].State == metadata.AllocRunning
 	})
 	require.Eventually(t, func() bool {
@@ -236,22 +241,22 @@ func TestJobs_RestartStopAndLogsFollow(t *testing.T) {
 	body, err := io.ReadAll(resp.Body) // ends when the allocation stopped
 	require.NoError(t, err)
 	require.Contains(t, string(body), "started")
-	wc.waitAllocs("r", "stopped", func(as []metadata.Allocation) bool { return countState(as, metadata.AllocStopped) == 1 })
+	waitAllocs(t, wc, "r", "stopped", func(as []metadata.Allocation) bool { return countState(as, metadata.AllocStopped) == 1 })
 	_, out = api(t, lead, "GET", "/v1/jobs/r", "")
 	require.Equal(t, "stopped", out["job"].(map[string]any)["status"])
 }
 
 func TestJobs_ChangedSpecRollsServicesOneAtATime(t *testing.T) {
-	wc := newWorkerCluster(t, 1, nil)
-	ws := []*testWorker{wc.startJobWorker(nil), wc.startJobWorker(nil), wc.startJobWorker(nil)}
-	wc.waitAlive(ws...)
-	lead := wc.leaderNode()
+	wc := testcluster.New(t, 1, nil)
+	ws := []*testcluster.Worker{startJobWorker(t, wc, nil), startJobWorker(t, wc, nil), startJobWorker(t, wc, nil)}
+	wc.WaitAlive(ws...)
+	lead := wc.Leader()
 	spec := func(v string) string {
 		return `{"name":"roll","count":3,"task":{"command":"/bin/sh","args":["-c","exec sleep 600"],"env":{"V":"` + v + `"},"kill_timeout":"1s"}}`
 	}
 	code, _ := api(t, lead, "POST", "/v1/jobs", spec("1"))
 	require.Equal(t, 200, code)
-	wc.waitAllocs("roll", "3 running", func(as []metadata.Allocation) bool { return countState(as, metadata.AllocRunning) == 3 })
+	waitAllocs(t, wc, "roll", "3 running", func(as []metadata.Allocation) bool { return countState(as, metadata.AllocRunning) == 3 })
 
 	// Watch the rollover: never fewer than 2 allocations serving, never
 	// more than one old one being replaced at a time.
@@ -283,7 +288,7 @@ func TestJobs_ChangedSpecRollsServicesOneAtATime(t *testing.T) {
 	code, out := api(t, lead, "POST", "/v1/jobs", spec("2"))
 	require.Equal(t, 200, code)
 	require.Equal(t, true, out["changed"])
-	wc.waitAllocs("roll", "3 running at version 2", func(as []metadata.Allocation) bool {
+	waitAllocs(t, wc, "roll", "3 running at version 2", func(as []metadata.Allocation) bool {
 		n := 0
 		for _, a := range as {
 			if a.JobVersion == 2 && a.State == metadata.AllocRunning {

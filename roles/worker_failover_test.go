@@ -10,31 +10,32 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
 	"github.com/corral-dev/corral/metadata"
+	"github.com/corral-dev/corral/roles/controller"
+	"github.com/corral-dev/corral/roles/internal/testcluster"
 )
 
 func TestWorker_LeaderFailoverFencesNoLiveWorkerButFencesOneKilledDuringIt(t *testing.T) {
-	wc := newWorkerCluster(t, 3, nil)
-	var live []*testWorker
+	wc := testcluster.New(t, 3, nil)
+	var live []*testcluster.Worker
 	for range 4 {
-		live = append(live, wc.startWorker("", nil))
+		live = append(live, wc.StartWorker("", nil))
 	}
-	doomed := wc.startWorker("", nil)
-	wc.waitAlive(append(live, doomed)...)
-	old := wc.leaderNode()
-	oldID := old.cfg.NodeID
+	doomed := wc.StartWorker("", nil)
+	wc.WaitAlive(append(live, doomed)...)
+	old := wc.Leader()
+	oldID := old.NodeID()
 
 	// The leader vanishes (no goodbye, like kill -9) and a worker dies
 	// while the controllers elect a successor.
-	wc.net.Isolate(oldID)
-	doomed.halt()
-	rest := wc.others(oldID)
-	lead := wc.node(wc.waitLeader(rest...))
-	leadAddr := wc.cfgs[lead.cfg.NodeID].Peers[lead.cfg.NodeID]
-	t.Logf("leader %d -> %d", oldID, lead.cfg.NodeID)
+	wc.Net.Isolate(oldID)
+	doomed.Halt()
+	rest := wc.Others(oldID)
+	lead := wc.Node(wc.WaitLeader(rest...))
+	leadAddr := wc.Addr(lead.NodeID())
+	t.Logf("leader %d -> %d", oldID, lead.NodeID())
 
 	for _, w := range live {
 		require.Eventually(t, func() bool { st := w.Status(); return st.Alive && st.Leader == leadAddr },
@@ -44,22 +45,20 @@ func TestWorker_LeaderFailoverFencesNoLiveWorkerButFencesOneKilledDuringIt(t *te
 	// counted from the moment the new leader took over.
 	require.Eventually(t, func() bool { return replicated(lead, doomed.ID()).State == metadata.WorkerFenced },
 		5*time.Second, 5*time.Millisecond)
-	lead.workers.mu.Lock()
-	since := lead.workers.since
-	lead.workers.mu.Unlock()
+	since := lead.SessionsSince()
 	fencedAt := time.UnixMilli(replicated(lead, doomed.ID()).StateChangedAtMS)
-	require.GreaterOrEqual(t, fencedAt.Sub(since), testSessionTimeout-time.Millisecond,
+	require.GreaterOrEqual(t, fencedAt.Sub(since), testcluster.SessionTimeout-time.Millisecond,
 		"the new leader fenced before giving the worker a full session timeout")
 
 	// Nobody alive was fenced by the failover, on either side, for a while.
 	require.Never(t, func() bool {
 		for _, w := range live {
-			if !w.Status().Alive || len(w.fencedTimes()) > 0 {
+			if !w.Status().Alive || len(w.FencedTimes()) > 0 {
 				return true
 			}
 		}
 		return false
-	}, 2*testSessionTimeout, 10*time.Millisecond)
+	}, 2*testcluster.SessionTimeout, 10*time.Millisecond)
 	for _, w := range live {
 		got := replicated(lead, w.ID())
 		require.Equal(t, metadata.WorkerAlive, got.State, w.ID())
@@ -68,20 +67,20 @@ func TestWorker_LeaderFailoverFencesNoLiveWorkerButFencesOneKilledDuringIt(t *te
 		require.Greater(t, w.Status().ControllerEpoch, old.Term()-1)
 	}
 	waitFencings(t, lead, 1)
-	wc.net.Heal()
+	wc.Net.Heal()
 }
 
 func TestWorker_FollowsLeadershipTransferQuickly(t *testing.T) {
-	wc := newWorkerCluster(t, 3, nil)
-	ws := []*testWorker{wc.startWorker("", nil), wc.startWorker("", nil), wc.startWorker("", nil)}
-	wc.waitAlive(ws...)
-	old := wc.leaderNode()
-	target := wc.others(old.cfg.NodeID)[0]
+	wc := testcluster.New(t, 3, nil)
+	ws := []*testcluster.Worker{wc.StartWorker("", nil), wc.StartWorker("", nil), wc.StartWorker("", nil)}
+	wc.WaitAlive(ws...)
+	old := wc.Leader()
+	target := wc.Others(old.NodeID())[0]
 	require.NoError(t, old.TransferLeader(context.Background(), target))
-	lead := wc.node(wc.waitLeader(wc.ids()...))
-	require.Equal(t, target, lead.cfg.NodeID)
+	lead := wc.Node(wc.WaitLeader(wc.IDs()...))
+	require.Equal(t, target, lead.NodeID())
 	moved := time.Now()
-	addr := wc.cfgs[target].Peers[target]
+	addr := wc.Addr(target)
 	for _, w := range ws {
 		require.Eventually(t, func() bool { return w.Status().Leader == addr }, 5*time.Second, time.Millisecond)
 	}
@@ -89,22 +88,22 @@ func TestWorker_FollowsLeadershipTransferQuickly(t *testing.T) {
 	// moves at once; allow scheduling slack on a loaded test machine.
 	took := time.Since(moved)
 	t.Logf("all workers on the new leader %s after it was elected", took)
-	require.Less(t, took, 2*testHeartbeat+500*time.Millisecond)
+	require.Less(t, took, 2*testcluster.Heartbeat+500*time.Millisecond)
 	for _, w := range ws {
 		require.Equal(t, uint64(1), w.Status().Epoch)
-		require.Empty(t, w.fencedTimes())
+		require.Empty(t, w.FencedTimes())
 	}
 }
 
 func TestWorker_CutOffWorkerFencesItselfBeforeTheController(t *testing.T) {
-	wc := newWorkerCluster(t, 3, nil)
-	w := wc.startWorker("", nil)
-	bystander := wc.startWorker("", nil)
-	wc.waitAlive(w, bystander)
-	lead := wc.leaderNode()
+	wc := testcluster.New(t, 3, nil)
+	w := wc.StartWorker("", nil)
+	bystander := wc.StartWorker("", nil)
+	wc.WaitAlive(w, bystander)
+	lead := wc.Leader()
 
 	cut := time.Now()
-	wc.net.Isolate(w.netID) // cut off from every controller
+	wc.Net.Isolate(w.NetID) // cut off from every controller
 	var controllerFencedAt time.Time
 	require.Eventually(t, func() bool {
 		if replicated(lead, w.ID()).State == metadata.WorkerFenced {
@@ -113,20 +112,20 @@ func TestWorker_CutOffWorkerFencesItselfBeforeTheController(t *testing.T) {
 		}
 		return false
 	}, 5*time.Second, time.Millisecond)
-	fenced := w.fencedTimes()
+	fenced := w.FencedTimes()
 	require.Len(t, fenced, 1, "the cut-off worker did not fence itself")
 	selfAt := fenced[0]
 	t.Logf("self-fenced %s after the cut, controller fenced %s after it", selfAt.Sub(cut), controllerFencedAt.Sub(cut))
 	require.True(t, selfAt.Before(controllerFencedAt), "the controller fenced the worker before it fenced itself")
-	require.Less(t, selfAt.Sub(cut), testSessionTimeout, "self-fence came later than the session timeout")
-	require.Equal(t, 1.0, testutil.ToFloat64(w.met.selfFencings))
+	require.Less(t, selfAt.Sub(cut), testcluster.SessionTimeout, "self-fence came later than the session timeout")
+	require.Equal(t, 1.0, testcluster.Metric(t, w.Registry(), "corral_worker_self_fencings_total"))
 	require.False(t, w.Status().Alive)
 
 	// Back on the network, it registers again with a higher epoch.
-	wc.net.Heal()
-	wc.waitAlive(w)
+	wc.Net.Heal()
+	wc.WaitAlive(w)
 	require.Equal(t, uint64(2), w.Status().Epoch)
-	require.Empty(t, bystander.fencedTimes())
+	require.Empty(t, bystander.FencedTimes())
 	require.Equal(t, uint64(1), bystander.Status().Epoch)
 }
 
@@ -135,21 +134,21 @@ func TestWorker_SlowApplyPathDoesNotFenceLiveWorkers(t *testing.T) {
 		blocked atomic.Bool
 		release = make(chan struct{})
 	)
-	wc := newWorkerCluster(t, 1, func(c *ControllerConfig) {
-		c.RequestTimeout = 10 * testSessionTimeout
-		c.testApplyHook = func() {
+	wc := testcluster.New(t, 1, func(c *controller.Config) {
+		c.RequestTimeout = 10 * testcluster.SessionTimeout
+		c.ApplyHook = func() {
 			if blocked.Load() {
 				<-release
 			}
 		}
 	})
-	ws := []*testWorker{wc.startWorker("", nil), wc.startWorker("", nil), wc.startWorker("", nil)}
-	wc.waitAlive(ws...)
-	lead := wc.leaderNode()
+	ws := []*testcluster.Worker{wc.StartWorker("", nil), wc.StartWorker("", nil), wc.StartWorker("", nil)}
+	wc.WaitAlive(ws...)
+	lead := wc.Leader()
 	acked := func() float64 {
 		var n float64
 		for _, w := range ws {
-			n += testutil.ToFloat64(w.met.acked)
+			n += testcluster.Metric(t, w.Registry(), "corral_worker_heartbeats_acked_total")
 		}
 		return n
 	}
@@ -160,7 +159,7 @@ func TestWorker_SlowApplyPathDoesNotFenceLiveWorkers(t *testing.T) {
 	var wg sync.WaitGroup
 	stopLoad := make(chan struct{})
 	wg.Go(func() {
-		_, err := wc.put(lead.cfg.NodeID, "slow", "apply")
+		_, err := wc.Put(lead.NodeID(), "slow", "apply")
 		require.NoError(t, err)
 	})
 	for range 4 {
@@ -179,12 +178,12 @@ func TestWorker_SlowApplyPathDoesNotFenceLiveWorkers(t *testing.T) {
 	before := acked()
 	require.Never(t, func() bool {
 		for _, w := range ws {
-			if !w.Status().Alive || len(w.fencedTimes()) > 0 {
+			if !w.Status().Alive || len(w.FencedTimes()) > 0 {
 				return true
 			}
 		}
-		return fencings(lead) > 0
-	}, 3*testSessionTimeout, 10*time.Millisecond, "a live worker was fenced while apply was blocked")
+		return fencings(t, lead) > 0
+	}, 3*testcluster.SessionTimeout, 10*time.Millisecond, "a live worker was fenced while apply was blocked")
 	during := acked() - before
 	close(stopLoad)
 	blocked.Store(false)
@@ -192,30 +191,30 @@ func TestWorker_SlowApplyPathDoesNotFenceLiveWorkers(t *testing.T) {
 	wg.Wait()
 	// Heartbeats kept being answered all along: about one per interval per
 	// worker (allow for a loaded machine).
-	want := float64(len(ws)) * float64(3*testSessionTimeout/testHeartbeat) / 2
+	want := float64(len(ws)) * float64(3*testcluster.SessionTimeout/testcluster.Heartbeat) / 2
 	require.Greater(t, during, want, "heartbeats were not acknowledged while apply was blocked")
-	require.Never(t, func() bool { return fencings(lead) > 0 }, testSessionTimeout, 10*time.Millisecond)
+	require.Never(t, func() bool { return fencings(t, lead) > 0 }, testcluster.SessionTimeout, 10*time.Millisecond)
 	for _, w := range ws {
 		require.Equal(t, uint64(1), w.Status().Epoch)
-		require.Empty(t, w.fencedTimes())
+		require.Empty(t, w.FencedTimes())
 	}
 }
 
 func TestWorker_ManyWorkersOneLeader(t *testing.T) {
-	wc := newWorkerCluster(t, 3, nil)
-	var ws []*testWorker
+	wc := testcluster.New(t, 3, nil)
+	var ws []*testcluster.Worker
 	for range 30 {
-		ws = append(ws, wc.startWorker("", nil))
+		ws = append(ws, wc.StartWorker("", nil))
 	}
-	wc.waitAlive(ws...)
-	lead := wc.leaderNode()
-	require.Eventually(t, func() bool { return lead.workerCounts(time.Now())["alive"] == 30 }, 5*time.Second, 10*time.Millisecond)
-	require.Never(t, func() bool { return fencings(lead) > 0 }, testSessionTimeout, 20*time.Millisecond)
-	for _, id := range wc.ids() {
-		if id == lead.cfg.NodeID {
+	wc.WaitAlive(ws...)
+	lead := wc.Leader()
+	require.Eventually(t, func() bool { return lead.WorkerCounts(time.Now())["alive"] == 30 }, 5*time.Second, 10*time.Millisecond)
+	require.Never(t, func() bool { return fencings(t, lead) > 0 }, testcluster.SessionTimeout, 20*time.Millisecond)
+	for _, id := range wc.IDs() {
+		if id == lead.NodeID() {
 			continue
 		}
-		view := getWorkers(t, wc.node(id))
+		view := getWorkers(t, wc.Node(id))
 		require.Len(t, view.Workers, 30, fmt.Sprintf("follower %d", id))
 	}
 }

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
+	"github.com/corral-dev/corral/roles/internal/testcluster"
 	"github.com/corral-dev/corral/transport"
 )
 
@@ -30,11 +30,11 @@ func newRawPeer(t *testing.T, s transport.Stream) *rawPeer {
 
 // rawPeerToLeader opens a worker stream to the current leader from the
 // in-memory network address netID, to speak the protocol by hand.
-func (wc *workerCluster) rawPeerToLeader(netID uint64) *rawPeer {
-	lead := wc.leaderNode()
-	s, err := wc.net.StreamDialer(netID).DialStream(context.Background(), wc.cfgs[lead.cfg.NodeID].Peers[lead.cfg.NodeID])
-	require.NoError(wc.t, err)
-	return newRawPeer(wc.t, s)
+func rawPeerToLeader(t *testing.T, wc *testcluster.Cluster, netID uint64) *rawPeer {
+	lead := wc.Leader()
+	s, err := wc.Net.StreamDialer(netID).DialStream(context.Background(), wc.Addr(lead.NodeID()))
+	require.NoError(t, err)
+	return newRawPeer(t, s)
 }
 
 func (p *rawPeer) send(m transport.WorkerMessage, preamble bool) {
@@ -58,9 +58,9 @@ func (p *rawPeer) recv() transport.WorkerMessage {
 }
 
 func TestWorker_ControllerRefusesStaleWorkerEpochOverTheTransport(t *testing.T) {
-	wc := newWorkerCluster(t, 3, nil)
-	lead := wc.leaderNode()
-	p := wc.rawPeerToLeader(999)
+	wc := testcluster.New(t, 3, nil)
+	lead := wc.Leader()
+	p := rawPeerToLeader(t, wc, 999)
 
 	register := func(seq uint64, first bool) *transport.Registered {
 		for {
@@ -87,7 +87,7 @@ func TestWorker_ControllerRefusesStaleWorkerEpochOverTheTransport(t *testing.T) 
 	require.True(t, ok, "a heartbeat with a superseded epoch was not refused")
 	require.Equal(t, transport.RefuseStaleEpoch, ref.Code)
 	require.Equal(t, uint64(3), ref.Seq)
-	require.Equal(t, 1.0, testutil.ToFloat64(lead.workers.met.staleRefused))
+	require.Equal(t, 1.0, testcluster.Metric(t, lead.Registry(), "corral_workers_stale_epoch_refused_total"))
 
 	// The wrong incarnation with the right epoch is refused too.
 	p.send(&transport.Heartbeat{Seq: 4, WorkerID: "raw-1", Incarnation: "inc-b", Epoch: 2}, false)
@@ -113,12 +113,12 @@ func TestWorker_WorkerRefusesStaleControllerEpochOverTheTransport(t *testing.T) 
 	require.NoError(t, err)
 	t.Cleanup(func() { ln.Close() })
 	w, err := StartWorker(WorkerConfig{
-		DataDir: t.TempDir(), Controllers: []string{"fake:1"}, HeartbeatInterval: testHeartbeat,
+		DataDir: t.TempDir(), Controllers: []string{"fake:1"}, HeartbeatInterval: testcluster.Heartbeat,
 		Dialer: net.StreamDialer(200), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Load: func() transport.WorkerLoad { return transport.WorkerLoad{} },
 	})
 	require.NoError(t, err)
-	t.Cleanup(w.halt)
+	t.Cleanup(w.Halt)
 
 	// A fake controller at epoch 7 registers the worker...
 	accept := func() *rawPeer {
@@ -142,8 +142,10 @@ func TestWorker_WorkerRefusesStaleControllerEpochOverTheTransport(t *testing.T) 
 	hb, ok := p.recv().(*transport.Heartbeat)
 	require.True(t, ok)
 	p.send(&transport.HeartbeatAck{ControllerEpoch: 5, Seq: hb.Seq, Epoch: 1, SessionTimeoutMS: 1000}, false)
-	require.Eventually(t, func() bool { return testutil.ToFloat64(w.met.staleCtrl) == 1 }, 5*time.Second, time.Millisecond)
-	require.Zero(t, testutil.ToFloat64(w.met.acked), "the stale ack was counted")
+	require.Eventually(t, func() bool {
+		return testcluster.Metric(t, w.Registry(), "corral_worker_stale_epoch_refused_total") == 1
+	}, 5*time.Second, time.Millisecond)
+	require.Zero(t, testcluster.Metric(t, w.Registry(), "corral_worker_heartbeats_acked_total"), "the stale ack was counted")
 	require.Equal(t, uint64(7), w.Status().ControllerEpoch)
 
 	// The worker reconnects and resumes its epoch with the current leader.
@@ -153,12 +155,14 @@ func TestWorker_WorkerRefusesStaleControllerEpochOverTheTransport(t *testing.T) 
 	require.Equal(t, uint64(1), hb2.Epoch)
 	require.Equal(t, uint64(7), hb2.SeenControllerEpoch)
 	p2.send(&transport.HeartbeatAck{ControllerEpoch: 7, Seq: hb2.Seq, Epoch: 1, SessionTimeoutMS: 1000}, false)
-	require.Eventually(t, func() bool { return testutil.ToFloat64(w.met.acked) == 1 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return testcluster.Metric(t, w.Registry(), "corral_worker_heartbeats_acked_total") == 1 }, 5*time.Second, time.Millisecond)
 	require.True(t, w.Status().Alive)
 
 	// A registration answer from an old epoch is refused the same way.
 	p2.send(&transport.Redirect{ControllerEpoch: 6, LeaderAddr: "fake:9"}, false)
-	require.Eventually(t, func() bool { return testutil.ToFloat64(w.met.staleCtrl) == 2 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool {
+		return testcluster.Metric(t, w.Registry(), "corral_worker_stale_epoch_refused_total") == 2
+	}, 5*time.Second, time.Millisecond)
 	p3 := accept() // it did not follow the stale redirect to fake:9
 	_, ok = p3.recv().(*transport.Heartbeat)
 	require.True(t, ok)
@@ -213,7 +217,7 @@ func TestWorker_LateLeaderIsProbedNotAbandoned(t *testing.T) {
 			case *transport.Register:
 				reply(p, &transport.Registered{ControllerEpoch: 3, Seq: m.Seq, LeaderID: 1, Epoch: 1, SessionTimeoutMS: 2000})
 			case *transport.Heartbeat:
-				time.AfterFunc(3*testHeartbeat, func() {
+				time.AfterFunc(3*testcluster.Heartbeat, func() {
 					reply(p, &transport.HeartbeatAck{ControllerEpoch: 3, Seq: m.Seq, Epoch: 1, SessionTimeoutMS: 2000})
 				})
 			}
@@ -235,27 +239,27 @@ func TestWorker_LateLeaderIsProbedNotAbandoned(t *testing.T) {
 
 	var fenced atomic.Int64
 	w, err := StartWorker(WorkerConfig{
-		DataDir: t.TempDir(), Controllers: []string{"fake:1", "fake:2"}, HeartbeatInterval: testHeartbeat,
+		DataDir: t.TempDir(), Controllers: []string{"fake:1", "fake:2"}, HeartbeatInterval: testcluster.Heartbeat,
 		Dialer: net.StreamDialer(300), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Load:     func() transport.WorkerLoad { return transport.WorkerLoad{} },
 		OnFenced: func(uint64) { fenced.Add(1) },
 	})
 	require.NoError(t, err)
-	t.Cleanup(w.halt)
+	t.Cleanup(w.Halt)
 	require.Eventually(t, func() bool { return w.Status().Alive }, 5*time.Second, time.Millisecond)
 	require.Eventually(t, func() bool { return probes.Load() > 0 }, 5*time.Second, time.Millisecond,
 		"a late leader did not make the worker ask another controller")
 	require.Never(t, func() bool { return leaderConns.Load() > 1 || fenced.Load() > 0 || !w.Status().Alive },
-		20*testHeartbeat, 5*time.Millisecond, "the worker abandoned (or was fenced by) a leader that was only late")
-	require.Positive(t, testutil.ToFloat64(w.met.acked))
+		20*testcluster.Heartbeat, 5*time.Millisecond, "the worker abandoned (or was fenced by) a leader that was only late")
+	require.Positive(t, testcluster.Metric(t, w.Registry(), "corral_worker_heartbeats_acked_total"))
 }
 
 // A report that arrives on a stream before its first heartbeat (a worker
 // that just moved to a new leader) is ignored, not taken as a protocol
 // violation: the stream stays open and the next heartbeat is answered.
 func TestWorker_ReportBeforeFirstHeartbeatKeepsTheStream(t *testing.T) {
-	wc := newWorkerCluster(t, 3, nil)
-	p := wc.rawPeerToLeader(998)
+	wc := testcluster.New(t, 3, nil)
+	p := rawPeerToLeader(t, wc, 998)
 	p.send(&transport.AllocReport{Seq: 1, WorkerID: "raw-2", Epoch: 1,
 		Statuses: []transport.AllocStatus{{ID: "a1", State: "running"}}}, true)
 	for seq := uint64(2); ; seq++ {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"time"
 )
 
 // Worker session wire format, version 1 (docs/ENCODING.md). The worker
@@ -19,6 +20,11 @@ import (
 // Every controller→worker message carries ControllerEpoch: the raft term
 // of the leader that sent it (for a redirect, the sender's current term).
 // Decoders return errors on garbage and never panic (FuzzDecodeWorkerMessage).
+
+// DefaultSessionTimeout is how long a worker may stay silent before the
+// leader fences it. Both ends of the protocol derive their timers from it
+// (the worker fences itself well before it), so it lives with the protocol.
+const DefaultSessionTimeout = 5 * time.Second
 
 const (
 	workerMagic   = "CRWK"

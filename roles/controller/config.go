@@ -1,0 +1,188 @@
+package controller
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/corral-dev/corral/transport"
+)
+
+// Config configures one controller: a voter in the metadata quorum
+// that also serves the HTTP API.
+type Config struct {
+	// NodeID is this controller's raft id. It must be non-zero and is never
+	// reused for another node, even after this one is removed.
+	NodeID uint64
+	// DataDir holds the raft log, snapshots and the node's identity.
+	DataDir string
+	// ClusterAddr is the QUIC address other controllers reach this one on.
+	ClusterAddr string
+	// HTTPAddr is the API address; empty disables the HTTP server.
+	HTTPAddr string
+	// Peers maps every initial voter's id (this node included) to its
+	// cluster address. It is used only to bootstrap an empty data dir and
+	// to find peers; the membership itself lives in the log.
+	Peers map[uint64]string
+	// Join lists HTTP API addresses of running controllers. A controller
+	// with an empty data dir and Join set joins that cluster (it must have
+	// been added with `corral controller add` first) instead of
+	// bootstrapping from Peers.
+	Join []string
+	// Token is the API token used to call Join endpoints.
+	Token string
+	// ClusterID, when set, must match the id kept in the data dir. On a
+	// brand-new cluster it becomes the cluster id; otherwise the first
+	// leader generates one and replicates it.
+	ClusterID string
+	// TLSDir holds ca.pem, node.pem and node-key.pem for QUIC mutual TLS.
+	TLSDir string
+	// APITokenFile, when set, holds the bearer token every API call needs.
+	APITokenFile string
+	// HTTPInsecure allows a non-loopback HTTP address without a token.
+	HTTPInsecure bool
+	// EnablePprof serves Go's runtime profiles under /debug/pprof/ on the
+	// API (behind the API token), as etcd's --enable-pprof does.
+	EnablePprof bool
+	// SnapshotEvery is how many applied entries trigger a state-machine
+	// snapshot and log compaction.
+	SnapshotEvery uint64
+	// SnapshotCatchUp is how many entries are kept behind a snapshot so a
+	// briefly lagging follower catches up from the log, not a snapshot.
+	SnapshotCatchUp uint64
+	// TickInterval is the raft tick; ElectionTicks and HeartbeatTicks are
+	// counted in ticks.
+	TickInterval   time.Duration
+	ElectionTicks  int
+	HeartbeatTicks int
+	// RequestTimeout bounds how long a write or linearizable read waits.
+	RequestTimeout time.Duration
+	// PromoteAfter overrides how long a learner must stay caught up before
+	// it is promoted (default PromoteAfter); tests shorten it.
+	PromoteAfter time.Duration
+	// NoSync disables fsync; for throwaway test clusters only.
+	NoSync bool
+	// Logger receives structured logs; nil means slog.Default().
+	Logger *slog.Logger
+	// Transport, when set, replaces QUIC (in-process tests use the
+	// in-memory network).
+	Transport transport.Transport
+	// SessionTimeout is how long the leader waits without a heartbeat
+	// before it fences a worker (default DefaultSessionTimeout).
+	SessionTimeout time.Duration
+	// WorkerListener, when set, is where workers connect (in-process tests
+	// use MemNetwork.ListenStreams); nil serves ALPNWorker on the QUIC
+	// cluster listener, or no workers with an injected Transport.
+	WorkerListener transport.StreamListener
+
+	// ApplyHook, when set, runs on the raft loop before every batch of
+	// committed entries is applied. It exists for tests, which block it to
+	// stand for a slow apply path; production leaves it nil.
+	ApplyHook func()
+}
+
+// Defaults fills unset fields with their documented defaults.
+func (c *Config) Defaults() {
+	if c.SnapshotEvery == 0 {
+		c.SnapshotEvery = 10000
+	}
+	if c.SnapshotCatchUp == 0 {
+		c.SnapshotCatchUp = 5000
+	}
+	if c.SnapshotCatchUp > c.SnapshotEvery {
+		c.SnapshotCatchUp = c.SnapshotEvery
+	}
+	if c.TickInterval == 0 {
+		c.TickInterval = 100 * time.Millisecond
+	}
+	if c.ElectionTicks == 0 {
+		c.ElectionTicks = 10
+	}
+	if c.HeartbeatTicks == 0 {
+		c.HeartbeatTicks = 1
+	}
+	if c.RequestTimeout == 0 {
+		c.RequestTimeout = 5 * time.Second
+	}
+	if c.SessionTimeout == 0 {
+		c.SessionTimeout = DefaultSessionTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Validate reports the first configuration problem in words a user can act on.
+func (c *Config) Validate() error {
+	switch {
+	case c.NodeID == 0:
+		return errors.New("--node-id must be a positive integer")
+	case c.DataDir == "":
+		return errors.New("--data-dir is required")
+	case len(c.Peers) == 0 && len(c.Join) == 0:
+		return errors.New("--controllers (to bootstrap or restart) or --join (to join a running cluster) is required, e.g. --controllers=1@127.0.0.1:7001,2@127.0.0.1:7002,3@127.0.0.1:7003")
+	case len(c.Join) > 0 && c.ClusterAddr == "" && c.Peers[c.NodeID] == "":
+		return errors.New("--cluster-addr is required with --join")
+	case c.Transport == nil && c.TLSDir == "":
+		return errors.New("--tls-dir is required (create one with: corral certs create --dir DIR --hosts 127.0.0.1,localhost)")
+	case c.ElectionTicks <= c.HeartbeatTicks:
+		return errors.New("election ticks must be greater than heartbeat ticks")
+	}
+	if _, ok := c.Peers[c.NodeID]; !ok && len(c.Join) == 0 {
+		return fmt.Errorf("--controllers does not list this node's id %d", c.NodeID)
+	}
+	if c.ClusterAddr == "" {
+		c.ClusterAddr = c.Peers[c.NodeID]
+	}
+	if c.Peers == nil {
+		c.Peers = map[uint64]string{}
+	}
+	if c.Peers[c.NodeID] == "" {
+		c.Peers[c.NodeID] = c.ClusterAddr
+	}
+	return nil
+}
+
+// ParsePeers parses "1@host:port,2@host:port" into id -> address.
+func ParsePeers(s string) (map[uint64]string, error) {
+	peers := map[uint64]string{}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		idStr, addr, ok := strings.Cut(part, "@")
+		if !ok {
+			return nil, fmt.Errorf("controller %q: want ID@HOST:PORT", part)
+		}
+		id, err := strconv.ParseUint(idStr, 10, 64)
+		if err != nil || id == 0 {
+			return nil, fmt.Errorf("controller %q: id must be a positive integer", part)
+		}
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return nil, fmt.Errorf("controller %q: bad address: %v", part, err)
+		}
+		if _, dup := peers[id]; dup {
+			return nil, fmt.Errorf("controller id %d is listed twice", id)
+		}
+		peers[id] = addr
+	}
+	if len(peers) == 0 {
+		return nil, errors.New("no controllers given; want ID@HOST:PORT,...")
+	}
+	return peers, nil
+}
+
+func sortedIDs(m map[uint64]string) []uint64 {
+	ids := make([]uint64, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids
+}

@@ -1,0 +1,137 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestController_ReplicatesAndReadsLinearizably(t *testing.T) {
+	mc := newMemCluster(t, 3, nil)
+	lead := mc.waitLeader(mc.ids()...)
+	for i := 0; i < 30; i++ {
+		from := mc.ids()[i%3] // followers forward to the leader through raft
+		res, err := mc.put(from, fmt.Sprintf("k%02d", i), fmt.Sprint(i))
+		require.NoError(t, err)
+		require.NoError(t, res.Err)
+	}
+	for _, id := range mc.ids() {
+		c := mc.node(id)
+		require.NoError(t, c.linearizableRead(context.Background()))
+		kv, ok := c.State().Get("k29")
+		require.True(t, ok, "node %d (leader %d) misses k29 after a linearizable read", id, lead)
+		require.Equal(t, "29", string(kv.Value))
+	}
+	require.Eventually(t, func() bool { return mc.node(1).ClusterID() != "" }, 5*time.Second, 5*time.Millisecond)
+	for _, id := range mc.ids() {
+		require.Eventually(t, func() bool { return mc.node(id).ClusterID() == mc.node(1).ClusterID() },
+			5*time.Second, 5*time.Millisecond)
+	}
+}
+
+func TestController_MinorityLeaderStepsDown(t *testing.T) {
+	mc := newMemCluster(t, 3, nil)
+	old := mc.waitLeader(mc.ids()...)
+	oldTerm := mc.node(old).Term()
+	rest := mc.others(old)
+	mc.net.Partition([]uint64{old}, rest)
+
+	// CheckQuorum: a leader that cannot hear a majority steps down.
+	require.Eventually(t, func() bool { return !mc.node(old).isLeader.Load() }, 10*time.Second, 5*time.Millisecond)
+	lead := mc.waitLeader(rest...)
+	require.Greater(t, mc.node(lead).Term(), oldTerm)
+	_, err := mc.put(rest[0], "after-partition", "yes")
+	require.NoError(t, err)
+
+	// The cut-off node cannot commit anything.
+	_, err = mc.put(old, "minority", "no")
+	require.Error(t, err)
+
+	mc.net.Heal()
+	mc.waitLeader(mc.ids()...)
+	require.Eventually(t, func() bool {
+		_, ok := mc.node(old).State().Get("after-partition")
+		return ok
+	}, 10*time.Second, 5*time.Millisecond)
+	_, ok := mc.node(old).State().Get("minority")
+	require.False(t, ok, "a write proposed on the minority side was applied")
+}
+
+func TestController_SurvivesDropsDelaysAndReordering(t *testing.T) {
+	mc := newMemCluster(t, 3, nil)
+	mc.waitLeader(mc.ids()...)
+	mc.net.SetDropRate(0.1)
+	mc.net.SetDelay(0, 5*time.Millisecond)
+	acked := map[string]bool{}
+	for i := 0; i < 60; i++ {
+		key := fmt.Sprintf("d%03d", i)
+		_, err := mc.put(mc.ids()[i%3], key, key)
+		if err == nil {
+			acked[key] = true
+		}
+	}
+	mc.net.SetDropRate(0)
+	mc.net.SetDelay(0, 0)
+	require.NotEmpty(t, acked)
+	lead := mc.waitLeader(mc.ids()...)
+	_, err := mc.put(lead, "barrier", "x")
+	require.NoError(t, err)
+	// Every controller ends with byte-identical state.
+	require.Eventually(t, func() bool {
+		want, _ := mc.node(lead).State().Snapshot()
+		for _, id := range mc.ids() {
+			got, _ := mc.node(id).State().Snapshot()
+			if string(got) != string(want) {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, 10*time.Millisecond)
+	for key := range acked {
+		_, ok := mc.node(lead).State().Get(key)
+		require.True(t, ok, "acknowledged write %s lost", key)
+	}
+}
+
+func TestController_LaggingFollowerCatchesUpFromSnapshot(t *testing.T) {
+	mc := newMemCluster(t, 3, func(c *Config) { c.SnapshotEvery = 40; c.SnapshotCatchUp = 10 })
+	lead := mc.waitLeader(mc.ids()...)
+	lagger := mc.others(lead)[0]
+	mc.stopNode(lagger)
+	for i := 0; i < 150; i++ {
+		_, err := mc.put(lead, fmt.Sprintf("s%03d", i), "v")
+		require.NoError(t, err)
+	}
+	first, err := mc.node(lead).store.FirstIndex()
+	require.NoError(t, err)
+	require.Greater(t, first, uint64(50), "leader did not compact its log")
+	mc.start(lagger)
+	require.Eventually(t, func() bool {
+		_, ok := mc.node(lagger).State().Get("s149")
+		return ok
+	}, 15*time.Second, 10*time.Millisecond)
+	require.Equal(t, 150, countPrefix(mc.node(lagger), "s"))
+}
+
+func TestController_RestartKeepsState(t *testing.T) {
+	mc := newMemCluster(t, 3, func(c *Config) { c.SnapshotEvery = 25; c.SnapshotCatchUp = 5 })
+	lead := mc.waitLeader(mc.ids()...)
+	for i := 0; i < 60; i++ {
+		_, err := mc.put(lead, fmt.Sprintf("r%02d", i), "v")
+		require.NoError(t, err)
+	}
+	for _, id := range mc.ids() {
+		mc.stopNode(id)
+	}
+	for _, id := range mc.ids() {
+		mc.start(id)
+	}
+	lead = mc.waitLeader(mc.ids()...)
+	require.NoError(t, mc.node(lead).linearizableRead(context.Background()))
+	require.Equal(t, 60, countPrefix(mc.node(lead), "r"))
+}
+
+func countPrefix(c *Controller, prefix string) int { return len(c.State().Range(prefix, 0)) }

@@ -1,0 +1,169 @@
+package controller
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/corral-dev/corral/metadata"
+)
+
+// DefaultWatchProgress is how often an idle watch gets a progress line.
+const DefaultWatchProgress = 5 * time.Second
+
+// watchLine is one NDJSON line of a watch stream.
+type watchLine struct {
+	Type           string `json:"type"` // put, delete, progress, error
+	Key            string `json:"key,omitempty"`
+	Value          string `json:"value,omitempty"`
+	Encoding       string `json:"encoding,omitempty"`
+	CreateRevision int64  `json:"create_revision,omitempty"`
+	ModRevision    int64  `json:"mod_revision,omitempty"`
+	Version        int64  `json:"version,omitempty"`
+	Lease          int64  `json:"lease,omitempty"`
+	// Revision: for progress lines, every event up to it was sent.
+	Revision int64 `json:"revision,omitempty"`
+	// Error lines.
+	Error          string `json:"error,omitempty"`
+	Code           string `json:"code,omitempty"`
+	ResumeRevision int64  `json:"resume_revision,omitempty"`
+	OldestRevision int64  `json:"oldest_revision,omitempty"`
+}
+
+func eventLine(ev metadata.Event, enc string) watchLine {
+	l := watchLine{Type: string(ev.Type), Key: ev.Key, CreateRevision: ev.CreateRevision,
+		ModRevision: ev.ModRevision, Version: ev.Version, Lease: ev.Lease}
+	if enc == "base64" {
+		l.Value, l.Encoding = base64.StdEncoding.EncodeToString(ev.Value), "base64"
+	} else {
+		l.Value = string(ev.Value)
+	}
+	return l
+}
+
+// handleWatch is GET /v1/watch/{prefix...}: an NDJSON stream of the puts
+// and deletes of keys under prefix from from_revision on, served from this
+// controller's applied state (see docs/API.md).
+func (c *Controller) handleWatch(w http.ResponseWriter, r *http.Request) {
+	prefix := r.PathValue("prefix")
+	q := r.URL.Query()
+	from, _, err := queryInt(r, "from_revision")
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	enc := q.Get("encoding")
+	if enc != "" && enc != "base64" && enc != "text" {
+		writeError(w, badRequest("encoding must be text or base64, got %q", enc))
+		return
+	}
+	progress := DefaultWatchProgress
+	if s := q.Get("progress_interval"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d < 50*time.Millisecond || d > time.Hour {
+			writeError(w, badRequest("progress_interval must be a duration between 50ms and 1h, got %q", s))
+			return
+		}
+		progress = d
+	}
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		writeError(w, badRequest("streaming is not supported on this connection"))
+		return
+	}
+	wt, backlog, last, err := c.hub.subscribe(prefix, from)
+	if err != nil {
+		if we, ok := err.(*watchError); ok {
+			writeJSON(w, http.StatusGone, &watchErrorJSON{Message: we.Message, Code: we.Code, OldestRevision: we.Oldest})
+			return
+		}
+		writeError(w, err)
+		return
+	}
+	defer c.hub.unsubscribe(wt)
+	if from == 0 {
+		from = last + 1
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	je := json.NewEncoder(w)
+	sent := from - 1 // every matching event up to sent was written
+	// The first line tells the client the watch is established.
+	if err := je.Encode(watchLine{Type: "progress", Revision: sent}); err != nil {
+		return
+	}
+	for _, ev := range backlog {
+		if err := je.Encode(eventLine(ev, enc)); err != nil {
+			return
+		}
+		sent = ev.ModRevision
+	}
+	fl.Flush()
+	tick := time.NewTicker(progress)
+	defer tick.Stop()
+	idle := true
+	for {
+		select {
+		case ev := <-wt.ch:
+			if ev.ModRevision <= sent {
+				continue
+			}
+			if err := je.Encode(eventLine(ev, enc)); err != nil {
+				return
+			}
+			sent = ev.ModRevision
+			idle = false
+			// Drain what is queued before flushing.
+			for len(wt.ch) > 0 {
+				ev := <-wt.ch
+				if ev.ModRevision > sent {
+					if err := je.Encode(eventLine(ev, enc)); err != nil {
+						return
+					}
+					sent = ev.ModRevision
+				}
+			}
+			fl.Flush()
+		case <-tick.C:
+			if !idle {
+				idle = true
+				continue
+			}
+			if cur := c.hub.current(); len(wt.ch) == 0 {
+				if err := je.Encode(watchLine{Type: "progress", Revision: max(cur, sent)}); err != nil {
+					return
+				}
+				fl.Flush()
+			}
+		case <-wt.cut:
+			// Deliver what is buffered, then the error.
+			for len(wt.ch) > 0 {
+				ev := <-wt.ch
+				if ev.ModRevision > sent {
+					_ = je.Encode(eventLine(ev, enc))
+					sent = ev.ModRevision
+				}
+			}
+			we, _ := wt.err.(*watchError)
+			line := watchLine{Type: "error", Error: wt.err.Error(), Code: "watch_cut", ResumeRevision: sent + 1}
+			if we != nil {
+				line.Code = we.Code
+			}
+			_ = je.Encode(line)
+			fl.Flush()
+			return
+		case <-r.Context().Done():
+			return
+		case <-c.stopc:
+			return
+		}
+	}
+}
+
+type watchErrorJSON struct {
+	Message        string `json:"error"`
+	Code           string `json:"code"`
+	OldestRevision int64  `json:"oldest_revision"`
+}

@@ -1,0 +1,73 @@
+package controller
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// controllerMetrics are the controller's Prometheus series. Each controller
+// has its own registry so several can run in one test process.
+type controllerMetrics struct {
+	term               prometheus.Gauge
+	hasLeader          prometheus.Gauge
+	isLeader           prometheus.Gauge
+	leaderChanges      prometheus.Counter
+	commitIndex        prometheus.Gauge
+	appliedIndex       prometheus.Gauge
+	proposalsCommitted prometheus.Counter
+	proposalsFailed    *prometheus.CounterVec
+	applyDuration      prometheus.Histogram
+	syncDuration       prometheus.Histogram
+	snapshots          prometheus.Counter
+	snapshotSize       prometheus.Gauge
+	httpDuration       *prometheus.HistogramVec
+	voters             prometheus.Gauge
+	learners           prometheus.Gauge
+	failureTolerance   prometheus.Gauge
+}
+
+func newControllerMetrics(reg *prometheus.Registry) *controllerMetrics {
+	m := &controllerMetrics{
+		term: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "corral_raft_term", Help: "Current raft term seen by this controller."}),
+		hasLeader: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "corral_raft_has_leader", Help: "1 if this controller knows a leader, else 0."}),
+		isLeader: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "corral_raft_is_leader", Help: "1 if this controller is the raft leader, else 0."}),
+		leaderChanges: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "corral_raft_leader_changes_total", Help: "Leader changes seen by this controller."}),
+		commitIndex: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "corral_raft_commit_index", Help: "Highest log index known to be committed."}),
+		appliedIndex: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "corral_raft_applied_index", Help: "Highest log index applied to the state machine."}),
+		proposalsCommitted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "corral_raft_proposals_committed_total", Help: "Proposals from this controller applied."}),
+		proposalsFailed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "corral_raft_proposals_failed_total", Help: "Proposals from this controller that failed, by reason."},
+			[]string{"reason"}),
+		applyDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "corral_raft_apply_duration_seconds", Help: "Time to apply one batch of committed entries.",
+			Buckets: prometheus.ExponentialBuckets(0.00005, 2, 16)}),
+		syncDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "corral_raftlog_sync_duration_seconds", Help: "Time to persist one Ready as a synced Pebble batch.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16)}),
+		snapshots: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "corral_raft_snapshots_total", Help: "State-machine snapshots taken or installed."}),
+		snapshotSize: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "corral_raft_snapshot_size_bytes", Help: "Size of the latest state-machine snapshot."}),
+		httpDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "corral_http_request_duration_seconds", Help: "API request duration by route and status code.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18)}, []string{"route", "code"}),
+		voters: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "corral_raft_voters", Help: "Voting controllers in the current configuration."}),
+		learners: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "corral_raft_learners", Help: "Learners (non-voting, catching up) in the current configuration."}),
+		failureTolerance: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "corral_raft_failure_tolerance", Help: "Voters that may fail now without losing the quorum (0 when unhealthy)."}),
+	}
+	reg.MustRegister(m.voters, m.learners, m.failureTolerance, m.term, m.hasLeader, m.isLeader, m.leaderChanges, m.commitIndex, m.appliedIndex,
+		m.proposalsCommitted, m.proposalsFailed, m.applyDuration, m.syncDuration, m.snapshots,
+		m.snapshotSize, m.httpDuration,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}

@@ -1,0 +1,218 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.etcd.io/raft/v3"
+
+	"github.com/corral-dev/corral/metadata"
+)
+
+// waitRegistry maps a proposal's request id to the caller waiting for it.
+// Raft may drop a proposal silently, so every waiter also has a deadline.
+type waitRegistry struct {
+	mu sync.Mutex
+	m  map[uint64]chan metadata.Result
+}
+
+func (w *waitRegistry) init() { w.m = map[uint64]chan metadata.Result{} }
+
+func (w *waitRegistry) register(id uint64) chan metadata.Result {
+	ch := make(chan metadata.Result, 1)
+	w.mu.Lock()
+	w.m[id] = ch
+	w.mu.Unlock()
+	return ch
+}
+
+func (w *waitRegistry) cancel(id uint64) {
+	w.mu.Lock()
+	delete(w.m, id)
+	w.mu.Unlock()
+}
+
+// trigger hands res to the waiter of id, if this controller has one.
+func (w *waitRegistry) trigger(id uint64, res metadata.Result) bool {
+	w.mu.Lock()
+	ch, ok := w.m[id]
+	delete(w.m, id)
+	w.mu.Unlock()
+	if ok {
+		ch <- res
+	}
+	return ok
+}
+
+func (w *waitRegistry) failAll(err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for id, ch := range w.m {
+		ch <- metadata.Result{Err: err}
+		delete(w.m, id)
+	}
+}
+
+// appliedWaiter lets readers wait until the state machine reached an index.
+type appliedWaiter struct {
+	mu      sync.Mutex
+	index   uint64
+	changed chan struct{}
+}
+
+func (a *appliedWaiter) init() { a.changed = make(chan struct{}) }
+
+func (a *appliedWaiter) set(i uint64) {
+	a.mu.Lock()
+	a.index = i
+	close(a.changed)
+	a.changed = make(chan struct{})
+	a.mu.Unlock()
+}
+
+func (a *appliedWaiter) get() (uint64, <-chan struct{}) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.index, a.changed
+}
+
+func (a *appliedWaiter) wait(ctx context.Context, i uint64) error {
+	for {
+		cur, ch := a.get()
+		if cur >= i {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ErrTimeout
+		}
+	}
+}
+
+// waitLeader waits until some leader is known or ctx ends.
+func (c *Controller) waitLeader(ctx context.Context) error {
+	for c.leader.Load() == 0 {
+		t := time.NewTimer(c.cfg.TickInterval)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ErrNoLeader
+		case <-c.stopc:
+			t.Stop()
+			return ErrStopped
+		}
+	}
+	return nil
+}
+
+// Propose replicates cmd and returns its result once this controller has
+// applied it. ErrNoLeader means nothing was proposed; ErrTimeout means the
+// outcome is unknown.
+func (c *Controller) Propose(ctx context.Context, cmd *metadata.Command) (metadata.Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
+	defer cancel()
+	if err := c.waitLeader(ctx); err != nil {
+		c.met.proposalsFailed.WithLabelValues("no_leader").Inc()
+		return metadata.Result{}, err
+	}
+	cmd.ID = c.nextReq.Add(1)
+	ch := c.waits.register(cmd.ID)
+	defer c.waits.cancel(cmd.ID)
+	if err := c.node.Propose(ctx, cmd.Marshal()); err != nil {
+		c.met.proposalsFailed.WithLabelValues("dropped").Inc()
+		if errors.Is(err, raft.ErrProposalDropped) {
+			return metadata.Result{}, ErrNoLeader
+		}
+		if errors.Is(err, raft.ErrStopped) {
+			return metadata.Result{}, ErrStopped
+		}
+		return metadata.Result{}, ErrTimeout
+	}
+	select {
+	case res := <-ch:
+		if errors.Is(res.Err, ErrTimeout) {
+			c.met.proposalsFailed.WithLabelValues("timeout").Inc()
+			return metadata.Result{}, res.Err
+		}
+		return res, nil
+	case <-ctx.Done():
+		c.met.proposalsFailed.WithLabelValues("timeout").Inc()
+		return metadata.Result{}, ErrTimeout
+	case <-c.stopc:
+		return metadata.Result{}, ErrStopped
+	}
+}
+
+// proposePayload proposes a command with a JSON payload and folds the
+// apply error into err.
+func (c *Controller) proposePayload(ctx context.Context, op metadata.Op, payload any) (metadata.Result, error) {
+	cmd, err := metadata.NewWorkerCommand(op, payload)
+	if err != nil {
+		return metadata.Result{}, err
+	}
+	res, err := c.Propose(ctx, cmd)
+	if err == nil {
+		err = res.Err
+	}
+	return res, err
+}
+
+// ensureClusterID runs on a new leader: the first leader of a cluster fixes
+// its id, and every later leader finds it already set.
+func (c *Controller) ensureClusterID() {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*c.cfg.RequestTimeout)
+	defer cancel()
+	for ctx.Err() == nil && c.isLeader.Load() {
+		// The leader's view is complete only once it applied its own term's
+		// first entry, so ask through a linearizable read first.
+		if err := c.linearizableRead(ctx); err != nil {
+			continue
+		}
+		if c.state.Load().ClusterID() != "" {
+			return
+		}
+		id := c.ClusterID()
+		if id == "" {
+			id = c.cfg.ClusterID
+		}
+		if id == "" {
+			id = newClusterID()
+		}
+		if _, err := c.Propose(ctx, &metadata.Command{Op: metadata.OpSetClusterID, Value: []byte(id)}); err == nil {
+			return
+		}
+	}
+}
+
+// learnClusterID records the replicated cluster id in the data dir the first
+// time it is seen. A data dir that already names another cluster is fatal:
+// this node must not take part.
+func (c *Controller) learnClusterID(id string) {
+	if id == "" {
+		return
+	}
+	cur := c.ClusterID()
+	if cur == id {
+		return
+	}
+	if cur != "" {
+		err := fmt.Errorf("data dir %s belongs to cluster %s but the quorum is cluster %s: refusing to take part; wipe the data dir to join", c.cfg.DataDir, cur, id)
+		c.log.Error("cluster id mismatch", "err", err)
+		select {
+		case c.failed <- err:
+		default:
+		}
+		return
+	}
+	if err := c.store.SetMeta("cluster_id", id); err != nil {
+		c.log.Error("record cluster id", "err", err)
+		return
+	}
+	c.clusterID.Store(id)
+	c.log.Info("cluster id fixed", "cluster_id", id)
+}

@@ -1,0 +1,316 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/corral-dev/corral/metadata"
+)
+
+// run owns the raft node. The order inside handleReady is the contract from
+// the raft docs: persist, send, apply, advance.
+func (c *Controller) run() {
+	defer close(c.done)
+	ticker := time.NewTicker(c.cfg.TickInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ticker.C:
+			c.node.Tick()
+		case rd := <-c.node.Ready():
+			if err := c.handleReady(rd); err != nil {
+				c.log.Error("raft loop stopped", "err", err)
+				select {
+				case c.failed <- err:
+				default:
+				}
+				return
+			}
+		case <-c.stopc:
+			return
+		}
+	}
+}
+
+func (c *Controller) handleReady(rd raft.Ready) error {
+	// Term first: leadership hooks read it.
+	if rd.HardState != nil && !raft.IsEmptyHardState(rd.HardState) {
+		c.term.Store(rd.HardState.GetTerm())
+		c.commit.Store(rd.HardState.GetCommit())
+		c.met.term.Set(float64(rd.HardState.GetTerm()))
+		c.met.commitIndex.Set(float64(rd.HardState.GetCommit()))
+	}
+	if rd.SoftState != nil {
+		c.updateSoftState(rd.SoftState)
+	}
+	// A leader may send its appends while it writes them itself (raft
+	// thesis 10.2.1): followers only count an entry once they persisted it.
+	leader := c.isLeader.Load()
+	if leader {
+		c.send(rd.Messages)
+	}
+	hasSnap := !raft.IsEmptySnap(rd.Snapshot)
+	if err := c.store.Save(rd.HardState, rd.Entries, rd.Snapshot, rd.MustSync || hasSnap); err != nil {
+		return fmt.Errorf("persist raft ready: %w", err)
+	}
+	if hasSnap {
+		if err := c.installSnapshot(rd.Snapshot); err != nil {
+			return err
+		}
+	}
+	if !leader {
+		c.send(rd.Messages)
+	}
+	for _, rs := range rd.ReadStates {
+		c.reads.deliver(rs)
+	}
+	if err := c.applyEntries(rd.CommittedEntries); err != nil {
+		return err
+	}
+	if err := c.maybeSnapshot(); err != nil {
+		return err
+	}
+	c.node.Advance()
+	return nil
+}
+
+func (c *Controller) updateSoftState(ss *raft.SoftState) {
+	prev := c.leader.Swap(ss.Lead)
+	isLeader := ss.RaftState == raft.StateLeader
+	wasLeader := c.isLeader.Swap(isLeader)
+	if ss.Lead != 0 {
+		c.met.hasLeader.Set(1)
+	} else {
+		c.met.hasLeader.Set(0)
+	}
+	if isLeader {
+		c.met.isLeader.Set(1)
+	} else {
+		c.met.isLeader.Set(0)
+	}
+	if prev != ss.Lead {
+		if ss.Lead != 0 {
+			c.met.leaderChanges.Inc()
+			c.leaders.observe(time.Now(), ss.Lead, c.term.Load())
+		}
+		c.log.Info("leader changed", "leader", ss.Lead, "previous", prev, "state", ss.RaftState.String())
+		c.reads.leaderChanged()
+		if prev != 0 {
+			// A proposal forwarded to the old leader may be lost or may still
+			// commit: tell its client now that the outcome is unknown rather
+			// than hold it until the timeout.
+			c.waits.failAll(errLeaderChanged)
+		}
+		if isLeader {
+			go c.ensureClusterID()
+		}
+	}
+	if wasLeader != isLeader {
+		term := c.term.Load()
+		for _, h := range c.leaderHooks {
+			h(isLeader, term)
+		}
+	}
+}
+
+// send hands messages to the transport, which never blocks. Outgoing
+// snapshots carry the latest ConfState, because membership may have changed
+// after the snapshot was taken.
+func (c *Controller) send(msgs []*pb.Message) {
+	if len(msgs) == 0 {
+		return
+	}
+	for i, m := range msgs {
+		if m.GetType() == pb.MessageType_MsgSnap && m.Snapshot != nil {
+			m = proto.Clone(m).(*pb.Message)
+			m.Snapshot.Metadata.ConfState = proto.Clone(c.currentConfState()).(*pb.ConfState)
+			msgs[i] = m
+		}
+	}
+	c.tr.Send(msgs)
+}
+
+func (c *Controller) installSnapshot(snap *pb.Snapshot) error {
+	idx := snap.GetMetadata().GetIndex()
+	st, err := metadata.Restore(snap.GetData())
+	if err != nil {
+		return fmt.Errorf("install snapshot at index %d: %w", idx, err)
+	}
+	if st.AppliedIndex() != idx {
+		return fmt.Errorf("install snapshot at index %d: state machine says it is at %d", idx, st.AppliedIndex())
+	}
+	c.state.Store(st)
+	c.hub.reset(st.Revision())
+	c.snapIndex = idx
+	c.setConfState(snap.GetMetadata().GetConfState())
+	c.syncPeers(snap.GetMetadata().GetConfState())
+	c.applied.set(idx)
+	c.met.appliedIndex.Set(float64(idx))
+	c.met.snapshots.Inc()
+	c.met.snapshotSize.Set(float64(len(snap.GetData())))
+	c.learnClusterID(st.ClusterID())
+	c.waits.failAll(ErrTimeout) // entries they waited for are inside the snapshot; outcome unknown to us
+	c.log.Info("installed snapshot from leader", "index", idx, "bytes", len(snap.GetData()))
+	return nil
+}
+
+func (c *Controller) applyEntries(ents []*pb.Entry) error {
+	if len(ents) == 0 {
+		return nil
+	}
+	if c.cfg.ApplyHook != nil {
+		c.cfg.ApplyHook()
+	}
+	start := time.Now()
+	st := c.state.Load()
+	var last uint64
+	jobs := false
+	for _, e := range ents {
+		idx := e.GetIndex()
+		if idx <= st.AppliedIndex() {
+			continue // already inside the state we restored
+		}
+		switch e.GetType() {
+		case pb.EntryType_EntryNormal:
+			id, res := st.Apply(idx, e.GetData())
+			c.hub.publish(res.Events)
+			if errors.Is(res.Err, metadata.ErrUnknownOp) || errors.Is(res.Err, metadata.ErrUnsupportedVersion) {
+				// A newer binary wrote this entry; applying around it would
+				// diverge from the controllers that understand it.
+				return fmt.Errorf("entry %d needs a newer corral: %w", idx, res.Err)
+			}
+			if id != 0 {
+				if c.waits.trigger(id, res) {
+					c.met.proposalsCommitted.Inc()
+				}
+			}
+			if len(e.GetData()) > 0 && res.Err == nil {
+				c.learnClusterID(st.ClusterID())
+				jobs = jobs || metadata.AffectsJobs(e.GetData())
+			}
+		case pb.EntryType_EntryConfChange, pb.EntryType_EntryConfChangeV2:
+			if err := c.applyConfChange(st, e); err != nil {
+				return err
+			}
+		}
+		last = idx
+	}
+	if last != 0 {
+		c.applied.set(last)
+		c.met.appliedIndex.Set(float64(last))
+	}
+	if jobs {
+		c.jobsChanged()
+	}
+	c.met.applyDuration.Observe(time.Since(start).Seconds())
+	return nil
+}
+
+// applyConfChange applies a membership change to raft, the replicated
+// member list and the transport, then wakes the proposer.
+func (c *Controller) applyConfChange(st *metadata.State, e *pb.Entry) error {
+	if e.GetType() == pb.EntryType_EntryConfChangeV2 {
+		// Corral proposes only simple (v1) changes; a v2 entry is still
+		// applied to raft so that every replica agrees on the configuration.
+		v2 := &pb.ConfChangeV2{}
+		if err := proto.Unmarshal(e.GetData(), v2); err != nil {
+			return fmt.Errorf("decode conf change at index %d: %w", e.GetIndex(), err)
+		}
+		c.setConfState(c.node.ApplyConfChange(v2))
+		st.Apply(e.GetIndex(), nil)
+		return nil
+	}
+	cc := &pb.ConfChange{}
+	if err := proto.Unmarshal(e.GetData(), cc); err != nil {
+		return fmt.Errorf("decode conf change at index %d: %w", e.GetIndex(), err)
+	}
+	ctx := parseConfContext(cc.GetContext())
+	c.setConfState(c.node.ApplyConfChange(cc))
+	if err := c.applyMemberChange(st, e.GetIndex(), cc, ctx); err != nil {
+		return fmt.Errorf("record conf change at index %d: %w", e.GetIndex(), err)
+	}
+	c.log.Info("membership changed", "change", cc.GetType().String(), "id", cc.GetNodeId(),
+		"voters", c.currentConfState().GetVoters(), "learners", c.currentConfState().GetLearners())
+	if ctx.RequestID != 0 {
+		c.waits.trigger(ctx.RequestID, metadata.Result{})
+	}
+	return nil
+}
+
+// syncPeers points the transport at exactly the current members, using the
+// replicated addresses (after a snapshot install or at start).
+func (c *Controller) syncPeers(cs *pb.ConfState) {
+	members := map[uint64]bool{}
+	for _, set := range [][]uint64{cs.GetVoters(), cs.GetLearners(), cs.GetVotersOutgoing(), cs.GetLearnersNext()} {
+		for _, id := range set {
+			members[id] = true
+		}
+	}
+	for id := range members {
+		if addr, _ := c.memberAddress(id); addr != "" && id != c.cfg.NodeID {
+			c.tr.AddPeer(id, addr)
+		}
+	}
+	for id := range c.cfg.Peers {
+		if !members[id] && id != c.cfg.NodeID && len(members) > 0 {
+			c.tr.RemovePeer(id)
+		}
+	}
+}
+
+// maybeSnapshot snapshots the state machine every SnapshotEvery entries and
+// compacts the log behind it, keeping SnapshotCatchUp entries for followers.
+func (c *Controller) maybeSnapshot() error {
+	st := c.state.Load()
+	applied := st.AppliedIndex()
+	if applied < c.snapIndex+c.cfg.SnapshotEvery {
+		return nil
+	}
+	data, err := st.Snapshot()
+	if err != nil {
+		return fmt.Errorf("snapshot state machine at %d: %w", applied, err)
+	}
+	if _, err := c.store.CreateSnapshot(applied, c.currentConfState(), data); err != nil {
+		return fmt.Errorf("save snapshot at %d: %w", applied, err)
+	}
+	c.snapIndex = applied
+	c.met.snapshots.Inc()
+	c.met.snapshotSize.Set(float64(len(data)))
+	if applied > c.cfg.SnapshotCatchUp {
+		compact := applied - c.cfg.SnapshotCatchUp
+		first, err := c.store.FirstIndex()
+		if err != nil {
+			return fmt.Errorf("read first log index: %w", err)
+		}
+		if compact > first {
+			if err := c.store.Compact(compact); err != nil && err != raft.ErrCompacted {
+				return fmt.Errorf("compact raft log to %d: %w", compact, err)
+			}
+		}
+	}
+	c.log.Info("took snapshot", "index", applied, "bytes", len(data))
+	return nil
+}
+
+// Process implements transport.Handler.
+func (c *Controller) Process(ctx context.Context, m *pb.Message) error {
+	c.heard.touch(m.GetFrom())
+	if m.GetType() == pb.MsgProp {
+		return c.stepForwarded(m) // never blocks the stream (forward.go)
+	}
+	return c.node.Step(ctx, m)
+}
+
+// ReportUnreachable implements transport.Handler.
+func (c *Controller) ReportUnreachable(id uint64) { c.node.ReportUnreachable(id) }
+
+// ReportSnapshot implements transport.Handler.
+func (c *Controller) ReportSnapshot(id uint64, status raft.SnapshotStatus) {
+	c.node.ReportSnapshot(id, status)
+}

@@ -1,0 +1,83 @@
+// Package roles starts corral's three roles: RunController, RunWorker and
+// RunCombined. It is all that cli/ needs, and the only package that sees
+// both the controller tree (roles/controller/...) and the worker tree
+// (roles/worker/...): combined mode runs one of each in a process.
+package roles
+
+import (
+	"context"
+	"io"
+
+	"github.com/corral-dev/corral/metadata"
+	"github.com/corral-dev/corral/roles/controller"
+	"github.com/corral-dev/corral/roles/worker"
+	"github.com/corral-dev/corral/roles/worker/executor"
+	"github.com/corral-dev/corral/transport"
+)
+
+// ControllerConfig configures a controller (see controller.Config).
+type ControllerConfig = controller.Config
+
+// Controller is a running controller (see controller.Controller).
+type Controller = controller.Controller
+
+// DefaultSessionTimeout is how long a worker may stay silent before the
+// leader fences it.
+const DefaultSessionTimeout = transport.DefaultSessionTimeout
+
+// StartController starts a controller and returns once it serves.
+func StartController(cfg ControllerConfig) (*Controller, error) { return controller.Start(cfg) }
+
+// RunController runs a controller until ctx ends or it fails.
+func RunController(ctx context.Context, cfg ControllerConfig) error { return controller.Run(ctx, cfg) }
+
+// ParsePeers parses "1@host:port,2@host:port" into id -> address.
+func ParsePeers(s string) (map[uint64]string, error) { return controller.ParsePeers(s) }
+
+// ValidateWorkerID reports why id cannot be a worker id, or nil.
+func ValidateWorkerID(id string) error { return metadata.ValidateWorkerID(id) }
+
+// Backup is a decoded backup file (see controller.Backup).
+type Backup = controller.Backup
+
+// RecoverResult says what offline recovery did (see controller.RecoverResult).
+type RecoverResult = controller.RecoverResult
+
+// DecodeBackup reads and checks a backup file.
+func DecodeBackup(r io.Reader) (*Backup, error) { return controller.DecodeBackup(r) }
+
+// RestoreDataDir writes a new data dir for one controller of a cluster
+// restored from b.
+func RestoreDataDir(dataDir string, nodeID uint64, peers map[uint64]string, b *Backup) error {
+	return controller.RestoreDataDir(dataDir, nodeID, peers, b)
+}
+
+// RecoverDataDir turns a surviving controller's data dir into a one-member
+// cluster (see controller.RecoverDataDir).
+func RecoverDataDir(dataDir, clusterAddr string) (*RecoverResult, error) {
+	return controller.RecoverDataDir(dataDir, clusterAddr)
+}
+
+// WorkerConfig configures a worker (see worker.Config).
+type WorkerConfig = worker.Config
+
+// Worker is a running worker agent (see worker.Worker).
+type Worker = worker.Worker
+
+// DefaultHeartbeatInterval is how often a worker heartbeats by default.
+const DefaultHeartbeatInterval = worker.DefaultHeartbeatInterval
+
+// StartWorker starts a worker agent.
+func StartWorker(cfg WorkerConfig) (*Worker, error) { return worker.Start(cfg) }
+
+// RunWorker runs a worker until ctx ends, then leaves the cluster.
+func RunWorker(ctx context.Context, cfg WorkerConfig) error { return worker.Run(ctx, cfg) }
+
+// ParseLabels parses "k=v,k2=v2" worker labels.
+func ParseLabels(s string) (map[string]string, error) { return worker.ParseLabels(s) }
+
+// SupervisorConfig configures `corral supervise` (see executor.SupervisorConfig).
+type SupervisorConfig = executor.SupervisorConfig
+
+// SuperviseMain runs `corral supervise` and returns its exit code.
+func SuperviseMain(cfg SupervisorConfig) int { return executor.SuperviseMain(cfg) }

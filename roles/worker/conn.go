@@ -1,0 +1,327 @@
+package worker
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/corral-dev/corral/transport"
+)
+
+// A worker keeps one connection, to the leader once it knows it. When the
+// leader is late to acknowledge a heartbeat the worker does not tear that
+// connection down (an overloaded leader would then also pay for new
+// handshakes, and collapse); it opens a probe to the other controllers
+// instead. A probe that reaches a new leader replaces the connection; one
+// that is redirected to the current leader is closed: the leader is slow,
+// not gone.
+
+func (w *Worker) connFor(id uint64) *wconn {
+	switch {
+	case w.conn != nil && w.conn.id == id:
+		return w.conn
+	case w.probe != nil && w.probe.id == id:
+		return w.probe
+	}
+	return nil
+}
+
+// connect dials the leader if known, else every controller, hedged: the
+// next address is tried when the previous one has not answered quickly.
+// The controller that just failed is tried last.
+func (w *Worker) connect() {
+	if w.dialing || w.conn != nil {
+		return
+	}
+	targets := make([]string, 0, len(w.cfg.Controllers)+1)
+	if w.preferred != "" && w.preferred != w.avoid {
+		targets = append(targets, w.preferred)
+	}
+	for _, a := range w.cfg.Controllers {
+		if a != w.avoid && !slices.Contains(targets, a) {
+			targets = append(targets, a)
+		}
+	}
+	if w.avoid != "" {
+		targets = append(targets, w.avoid)
+	}
+	w.startDial(targets)
+}
+
+// startProbe asks controllers other than the current one who leads.
+func (w *Worker) startProbe(targets []string, now time.Time) {
+	if w.dialing || w.probe != nil || w.conn == nil || now.Before(w.probeAfter) {
+		return
+	}
+	if targets == nil {
+		for _, a := range w.cfg.Controllers {
+			if a != w.conn.addr {
+				targets = append(targets, a)
+			}
+		}
+	}
+	if len(targets) == 0 {
+		return
+	}
+	w.startDial(targets)
+}
+
+func (w *Worker) startDial(targets []string) {
+	w.dialing = true
+	// After failures, give handshakes more time and stop hedging: when
+	// controllers are too busy to finish handshakes, abandoning them
+	// half-way and starting more only adds to their load.
+	timeout := w.cfg.DialTimeout << min(w.dialFails, 2)
+	// Hedge late enough that a loaded but healthy first choice (the
+	// leader) usually wins, early enough to leave most of the self-fence
+	// margin.
+	hedge := min(w.cfg.DialTimeout/4, 500*time.Millisecond)
+	if w.dialFails > 0 {
+		hedge = timeout
+	}
+	go w.dial(targets, timeout, hedge)
+}
+
+func (w *Worker) dial(targets []string, timeout, hedge time.Duration) {
+	ctx, cancel := context.WithTimeout(w.life, timeout)
+	defer cancel()
+	results := make(chan dialResult, len(targets))
+	started, outstanding := 0, 0
+	next := time.NewTimer(0)
+	defer next.Stop()
+	ctxDone := ctx.Done()
+	var errs []error
+	for {
+		select {
+		case <-next.C:
+			if started < len(targets) {
+				addr := targets[started]
+				started++
+				outstanding++
+				go func() {
+					s, err := w.dialer.DialStream(ctx, addr)
+					results <- dialResult{s: s, addr: addr, err: err}
+				}()
+				if started < len(targets) {
+					next.Reset(hedge)
+				}
+			}
+		case r := <-results:
+			outstanding--
+			if r.err == nil {
+				cancel()
+				go func(n int) { // close the losers of the race
+					for range n {
+						if r := <-results; r.err == nil {
+							_ = r.s.Close()
+						}
+					}
+				}(outstanding)
+				w.deliverDial(r)
+				return
+			}
+			errs = append(errs, r.err)
+			if started < len(targets) {
+				next.Reset(0)
+			} else if outstanding == 0 {
+				w.deliverDial(dialResult{err: errors.Join(errs...)})
+				return
+			}
+		case <-ctxDone:
+			ctxDone = nil
+			started = len(targets) // wait for the outstanding dials to fail
+			if outstanding == 0 {
+				w.deliverDial(dialResult{err: errors.Join(append(errs, ctx.Err())...)})
+				return
+			}
+		}
+	}
+}
+
+func (w *Worker) deliverDial(r dialResult) {
+	select {
+	case w.dialc <- r:
+	case <-w.life.Done():
+		if r.s != nil {
+			_ = r.s.Close()
+		}
+	}
+}
+
+func (w *Worker) onDial(r dialResult) {
+	w.dialing = false
+	if r.err != nil {
+		if w.conn != nil {
+			// Do not hammer controllers that could not even finish a
+			// handshake: wait one to two intervals before the next probe.
+			w.log.Debug("probe found no other controller", "err", r.err)
+			w.probeAfter = time.Now().Add(w.cfg.HeartbeatInterval + rand.N(w.cfg.HeartbeatInterval))
+			return
+		}
+		w.dialFails++
+		lvl := slog.LevelDebug
+		if w.dialFails == 1 {
+			lvl = slog.LevelWarn
+		}
+		w.log.Log(context.Background(), lvl, "cannot reach any controller", "attempt", w.dialFails, "err", r.err)
+		w.preferred = ""
+		w.kick(w.dialBackoff())
+		return
+	}
+	if w.stop.Err() != nil && !w.leave.Load() {
+		_ = r.s.Close()
+		return
+	}
+	w.connSeq++
+	c := &wconn{id: w.connSeq, s: r.s, addr: r.addr, fresh: true}
+	w.met.reconnects.Inc()
+	go w.read(c)
+	now := time.Now()
+	if w.conn != nil {
+		if !w.alive {
+			_ = c.s.Close() // a registration in flight does not need a probe
+			return
+		}
+		w.probe = c
+		w.log.Debug("probing for the leader", "current", w.conn.addr, "probe", c.addr)
+		w.sendHeartbeat(c, now, false)
+		return
+	}
+	w.dialFails = 0
+	w.conn = c
+	w.log.Debug("connected to controller", "controller", r.addr)
+	if w.alive {
+		w.sendHeartbeat(c, now, false) // resume the session on the (new) leader
+	} else {
+		w.maybeRegister(now)
+	}
+}
+
+func (w *Worker) read(c *wconn) {
+	br := bufio.NewReaderSize(c.s, 4096)
+	var buf []byte
+	for {
+		m, b, err := transport.ReadControllerMessage(br, buf)
+		buf = b
+		var cm transport.ControllerMessage
+		if err == nil {
+			var ok bool
+			if cm, ok = m.(transport.ControllerMessage); !ok {
+				err = fmt.Errorf("controller sent a worker message (%T)", m)
+			}
+		}
+		select {
+		case w.inbox <- inbound{connID: c.id, msg: cm, err: err}:
+		case <-w.life.Done():
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// dialBackoff is the wait before the next attempt after dialFails failed
+// ones: exponential from retryShort up to four heartbeat intervals,
+// jittered over its upper half so that many workers cut off together (a
+// failover, a network blip) do not come back in lockstep.
+func (w *Worker) dialBackoff() time.Duration {
+	d := min(w.retryShort()<<min(w.dialFails, 8), 4*w.cfg.HeartbeatInterval)
+	return d/2 + rand.N(d/2+1)
+}
+
+// write sends m on c; a failure closes c.
+func (w *Worker) write(c *wconn, m transport.WorkerMessage) {
+	if c == nil {
+		return
+	}
+	w.out = w.out[:0]
+	if c.fresh {
+		w.out = append(w.out, transport.WorkerPreamble()...)
+	}
+	out, err := transport.AppendWorkerFrame(w.out, m)
+	if err != nil {
+		w.log.Error("encode message for the controller", "err", err)
+		return
+	}
+	w.out = out
+	if now := time.Now(); c.writeDL.Sub(now) < w.cfg.HeartbeatInterval {
+		c.writeDL = now.Add(2*w.cfg.HeartbeatInterval + time.Second)
+		_ = c.s.SetWriteDeadline(c.writeDL)
+	}
+	if _, err := c.s.Write(out); err != nil {
+		if c == w.probe {
+			w.closeProbe()
+			return
+		}
+		w.log.Info("connection to controller failed", "controller", c.addr, "err", err)
+		w.avoid = c.addr
+		w.dropConn()
+		w.kick(w.retryShort())
+		return
+	}
+	c.fresh = false
+}
+
+// dropConn closes the connection (and any probe) and forgets what was in
+// flight on it.
+func (w *Worker) dropConn() {
+	w.closeProbe()
+	if w.conn != nil {
+		_ = w.conn.s.Close()
+		w.conn = nil
+	}
+	clear(w.pending)
+	w.regSeq = 0
+}
+
+func (w *Worker) closeProbe() {
+	if w.probe != nil {
+		_ = w.probe.s.Close()
+		w.probe = nil
+	}
+}
+
+// promoteProbe makes the probe the session's connection: it reached the
+// leader while the old connection did not.
+func (w *Worker) promoteProbe() {
+	old := w.conn
+	w.log.Info("switching to the controller that answered", "from", old.addr, "to", w.probe.addr)
+	_ = old.s.Close()
+	w.avoid = old.addr
+	w.conn, w.probe = w.probe, nil
+}
+
+// onProbeMessage handles what a probe brings back.
+func (w *Worker) onProbeMessage(m transport.ControllerMessage, now time.Time) {
+	switch m := m.(type) {
+	case *transport.HeartbeatAck:
+		w.promoteProbe()
+		w.onAck(m)
+	case *transport.Refused:
+		if m.Code == transport.RefuseStaleEpoch {
+			w.promoteProbe() // a leader says the epoch is dead: believe it
+			w.onRefused(m)
+			return
+		}
+		w.closeProbe()
+	case *transport.Redirect:
+		w.closeProbe()
+		switch {
+		case m.LeaderAddr == "":
+		case m.LeaderAddr == w.conn.addr:
+			// The leader is slow, not gone: keep waiting for it, and do not
+			// ask again for a while.
+			w.probeAfter = now.Add(2 * w.cfg.HeartbeatInterval)
+		default:
+			w.startProbe([]string{m.LeaderAddr}, now)
+		}
+	default:
+		w.closeProbe()
+	}
+}

@@ -1,0 +1,223 @@
+package executor
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"syscall"
+	"time"
+)
+
+// SupervisorConfig describes one task run by `corral supervise`, the small
+// per-allocation process that sits between a worker and its task.
+//
+// Why a separate process: a task must never outlive its supervision. If the
+// worker dies (kill -9) the supervisor's stdin reaches EOF at once; if the
+// worker hangs (SIGSTOP, a deadlock) it stops sending refreshes. Either way
+// the supervisor kills the task's whole process group well before the
+// controller's session timeout can hand the work to another worker.
+type SupervisorConfig struct {
+	Command string
+	Args    []string
+	Env     []string
+	Workdir string
+	// Stdout and Stderr are log file paths, capped at MaxLogBytes each with
+	// KeepLogs rotated files.
+	Stdout, Stderr string
+	MaxLogBytes    int64
+	KeepLogs       int
+	// RefreshTimeout: without a refresh from the worker for this long, the
+	// task is killed.
+	RefreshTimeout time.Duration
+	// KillTimeout is the grace between SIGTERM and SIGKILL for a requested
+	// stop. When supervision is lost the grace is capped at LostGrace.
+	KillTimeout time.Duration
+	LostGrace   time.Duration
+	// Cgroup, when set, is a cgroup v2 directory created for the task with
+	// CPUMillis and MemoryMB as its limits (cgroup.go); the task starts
+	// inside it (clone into cgroup) and it is removed after the task.
+	Cgroup    string
+	CPUMillis int64
+	MemoryMB  int64
+}
+
+// Supervisor protocol. The worker writes one command per line to the
+// supervisor's stdin; the supervisor writes one event per line to stdout.
+const (
+	SupRefresh   = "refresh" // worker is alive
+	SupStop      = "stop"    // graceful stop: SIGTERM, SIGKILL after KillTimeout
+	SupEvStarted = "started" // "started PID"
+	SupEvExited  = "exited"  // "exited CODE" (-1 for a signal) then the supervisor exits
+	SupEvFailed  = "failed"  // "failed REASON": the task could not start
+	SupEvLost    = "lost"    // "lost REASON": supervision lost, task killed
+)
+
+// Supervise runs the task and polices it until it exits. It returns the
+// task's exit code (-1 when killed by a signal).
+func Supervise(ctx context.Context, cfg SupervisorConfig, in io.Reader, out io.Writer) (int, error) {
+	if cfg.LostGrace <= 0 || cfg.LostGrace > cfg.KillTimeout {
+		cfg.LostGrace = min(time.Second, max(cfg.KillTimeout, 100*time.Millisecond))
+	}
+	stdout, err := openRotating(cfg.Stdout, cfg.MaxLogBytes, cfg.KeepLogs)
+	if err != nil {
+		fmt.Fprintf(out, "%s %v\n", SupEvFailed, err)
+		return -1, err
+	}
+	defer stdout.Close()
+	stderr, err := openRotating(cfg.Stderr, cfg.MaxLogBytes, cfg.KeepLogs)
+	if err != nil {
+		fmt.Fprintf(out, "%s %v\n", SupEvFailed, err)
+		return -1, err
+	}
+	defer stderr.Close()
+
+	started := make(chan *exec.Cmd, 1)
+	exited := make(chan error, 1)
+	go runTask(cfg, stdout, stderr, started, exited)
+	cmd := <-started
+	if cmd == nil {
+		err := <-exited
+		fmt.Fprintf(out, "%s %v\n", SupEvFailed, err)
+		return -1, err
+	}
+	fmt.Fprintf(out, "%s %d\n", SupEvStarted, cmd.Process.Pid)
+
+	cmds := readCommands(in)
+	code := police(ctx, cfg, cmd, cmds, exited, out)
+	fmt.Fprintf(out, "%s %d\n", SupEvExited, code)
+	return code, nil
+}
+
+// runTask starts the task in its own process group and waits for it on one
+// locked OS thread: Pdeathsig fires when the *thread* that started the child
+// dies, so the thread must live as long as the task.
+func runTask(cfg SupervisorConfig, stdout, stderr io.Writer, started chan<- *exec.Cmd, exited chan<- error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	cmd := exec.Command(cfg.Command, cfg.Args...)
+	cmd.Env, cmd.Dir = cfg.Env, cfg.Workdir
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if cfg.Cgroup != "" {
+		fd, err := openTaskCgroup(cfg)
+		if err != nil {
+			started <- nil
+			exited <- err
+			return
+		}
+		defer func() {
+			_ = syscall.Close(fd)
+			_ = os.Remove(cfg.Cgroup) // empty once the task's group is gone
+		}()
+		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, fd
+	}
+	if err := cmd.Start(); err != nil {
+		started <- nil
+		exited <- fmt.Errorf("start %s: %w", cfg.Command, err)
+		return
+	}
+	started <- cmd
+	exited <- cmd.Wait()
+}
+
+// openTaskCgroup creates the task's cgroup with its limits and opens it
+// for CLONE_INTO_CGROUP, so the task never runs a moment unlimited.
+func openTaskCgroup(cfg SupervisorConfig) (int, error) {
+	if err := taskCgroupLimits(cfg.Cgroup, cfg.CPUMillis, cfg.MemoryMB); err != nil {
+		return -1, fmt.Errorf("set up the task's cgroup %s: %w", cfg.Cgroup, err)
+	}
+	fd, err := syscall.Open(cfg.Cgroup, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("open the task's cgroup %s: %w", cfg.Cgroup, err)
+	}
+	return fd, nil
+}
+
+func readCommands(in io.Reader) <-chan string {
+	ch := make(chan string, 16)
+	go func() {
+		defer close(ch)
+		sc := bufio.NewScanner(in)
+		for sc.Scan() {
+			ch <- sc.Text()
+		}
+	}()
+	return ch
+}
+
+// police waits for the task to exit, killing it on a stop request, on lost
+// supervision (EOF or no refresh) or when ctx ends.
+func police(ctx context.Context, cfg SupervisorConfig, cmd *exec.Cmd, cmds <-chan string, exited <-chan error, out io.Writer) int {
+	deadline := time.NewTimer(cfg.RefreshTimeout)
+	defer deadline.Stop()
+	for {
+		select {
+		case err := <-exited:
+			return exitCode(err)
+		case line, ok := <-cmds:
+			switch {
+			case !ok:
+				fmt.Fprintf(out, "%s worker connection closed\n", SupEvLost)
+				return stopGroup(cmd, cfg.LostGrace, exited)
+			case line == SupStop:
+				return stopGroup(cmd, cfg.KillTimeout, exited)
+			case line == SupRefresh:
+				if !deadline.Stop() {
+					<-deadline.C
+				}
+				deadline.Reset(cfg.RefreshTimeout)
+			}
+		case <-deadline.C:
+			fmt.Fprintf(out, "%s no refresh from the worker for %v\n", SupEvLost, cfg.RefreshTimeout)
+			return stopGroup(cmd, cfg.LostGrace, exited)
+		case <-ctx.Done():
+			return stopGroup(cmd, cfg.LostGrace, exited)
+		}
+	}
+}
+
+// stopGroup sends SIGTERM to the task's process group, then SIGKILL after
+// grace, and returns the exit code once the task is gone.
+func stopGroup(cmd *exec.Cmd, grace time.Duration, exited <-chan error) int {
+	pgid := cmd.Process.Pid
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case err := <-exited:
+		_ = syscall.Kill(-pgid, syscall.SIGKILL) // children that ignored SIGTERM
+		return exitCode(err)
+	case <-t.C:
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		return exitCode(<-exited)
+	}
+}
+
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	return -1
+}
+
+// SuperviseMain is the body of the hidden `corral supervise` command: the
+// worker talks to it over stdin/stdout.
+func SuperviseMain(cfg SupervisorConfig) int {
+	code, err := Supervise(context.Background(), cfg, os.Stdin, os.Stdout)
+	if err != nil {
+		return 127
+	}
+	if code < 0 {
+		return 128
+	}
+	return code
+}
