@@ -1,0 +1,44 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestCheckImport(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		pkg, imp  string
+		fromTests bool
+		want      string // a substring of the violation, "" for none
+	}{
+		{"roles/controller", module + "/roles/worker", false, "never import each other"},
+		{"roles/controller/sessions", module + "/roles/worker/executor", true, "never import each other"},
+		{"roles/worker", module + "/roles/controller", false, "stores nothing"},
+		{"roles/worker", "go.etcd.io/raft/v3", false, "stores nothing"},
+		{"roles/controller/api", "go.etcd.io/raft/v3/raftpb", false, "HTTP API"},
+		{"roles/scheduler", "math/rand/v2", false, "scheduler is pure"},
+		{"roles/scheduler", "math/rand/v2", true, ""},
+		{"metadata", module + "/transport", false, "lower layer"},
+		{"metadata", "go.yaml.in/yaml/v3", false, "metadata/jobspec"},
+		{"metadata/jobspec", "go.yaml.in/yaml/v3", false, ""},
+		{"cli", module + "/roles/controller", false, "through roles/"},
+		{"client", module + "/metadata", false, "depends on nothing of ours"},
+		{"transport", module + "/roles", false, "lower layer"},
+		{"roles", module + "/roles/worker", false, ""},
+		{"roles/controller", module + "/raftlog", false, ""},
+		{"roles/controller", "net/http", false, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.pkg+"->"+tc.imp, func(t *testing.T) {
+			t.Parallel()
+			got := strings.Join(checkImport(tc.pkg, tc.imp, tc.fromTests), "\n")
+			if tc.want == "" && got != "" {
+				t.Fatalf("want no violation, got %q", got)
+			}
+			if !strings.Contains(got, tc.want) {
+				t.Fatalf("want a violation containing %q, got %q", tc.want, got)
+			}
+		})
+	}
+}
