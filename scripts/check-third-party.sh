@@ -33,9 +33,6 @@ esac
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-# git apply must not find a repository above the temporary directory.
-export GIT_CEILING_DIRECTORIES
-GIT_CEILING_DIRECTORIES=$(dirname "$tmp")
 
 # --- the manifest ------------------------------------------------------------
 version=""
@@ -152,7 +149,9 @@ mv "$tmp/copy" "$tmp/b"
 
 # --- expected = filtered upstream + CORRAL.patch + corral's own files ---------
 patch_abs=$PWD/$PATCH
-if ! out=$(cd "$tmp/a" && git apply --whitespace=nowarn -p1 "$patch_abs" 2>&1); then
+# (GIT_CEILING_DIRECTORIES: git apply must not take a repository above the
+# temporary directory for the tree to patch.)
+if ! out=$(cd "$tmp/a" && GIT_CEILING_DIRECTORIES=$(dirname "$tmp") git apply --whitespace=nowarn -p1 "$patch_abs" 2>&1); then
 	echo "$PATCH does not apply to upstream $MODULE $version filtered by $MANIFEST:" >&2
 	echo "$out" >&2
 	echo "Fix the patch, or regenerate it from the copy with: scripts/check-third-party.sh --write-patch" >&2
