@@ -1,7 +1,7 @@
 # corral build entry points. CI runs `make lint test` through .ci/run.
 GO ?= go
 
-.PHONY: build test run lint
+.PHONY: build test test-third-party run lint
 
 build:
 	$(GO) build -o bin/corral .
@@ -9,8 +9,13 @@ build:
 # Unit packages run in parallel; the multi-process integration tests run
 # after them, alone, because they measure failover on a 2-core machine.
 test:
+	GO="$(GO)" ./scripts/test-third-party.sh
 	$(GO) test -race -timeout 25m $$($(GO) list ./... | grep -v /integration)
 	$(GO) test -race -count=1 -timeout 25m ./integration/
+
+# upstream quic-go's tests of the packages corral patches (third_party/quic-go).
+test-third-party:
+	GO="$(GO)" ./scripts/test-third-party.sh
 
 run:
 	$(GO) run . dev
@@ -20,3 +25,4 @@ lint:
 	@out="$$(gofmt -l .)"; \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; echo "fix with: gofmt -w ."; exit 1; fi
 	$(GO) vet ./...
+	GO="$(GO)" ./scripts/check-third-party.sh
