@@ -63,7 +63,7 @@ type Controller struct {
 	leaders     leaderHistory    // leader changes of the last hour (dashboard)
 	fwdProps    chan *pb.Message // proposals forwarded by followers (forward.go)
 	workers     *sessionManager  // worker sessions (sessions.go)
-	sched       *scheduler       // evaluations while leading (scheduler_loop.go)
+	sched       *schedLoop       // evaluations while leading (scheduler_loop.go)
 	lessor      *lessor          // lease deadlines while leading (leases.go)
 	hub         *watchHub        // watch history and fan-out (watch.go)
 

@@ -12,16 +12,17 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/corral-dev/corral/metadata"
+	"github.com/corral-dev/corral/roles/scheduler"
 )
 
-// scheduler runs evaluations on the active controller. Which jobs need one
+// schedLoop runs evaluations on the active controller. Which jobs need one
 // is replicated (Job.EvalSeq > EvaluatedSeq), so a new leader finds every
 // pending evaluation in its state and nothing is lost with the old one.
 // One pass reads the pending jobs, reconciles and places each, and commits
 // all their decisions as one plan entry; the next pass starts only after
 // that entry applied, so the scheduler always works from its own last
 // decisions.
-type scheduler struct {
+type schedLoop struct {
 	c    *Controller
 	log  *slog.Logger
 	kick chan struct{}
@@ -43,7 +44,7 @@ type schedMetrics struct {
 }
 
 func (c *Controller) startScheduler() {
-	s := &scheduler{c: c, log: c.log.With("component", "scheduler"), kick: make(chan struct{}, 1)}
+	s := &schedLoop{c: c, log: c.log.With("component", "scheduler"), kick: make(chan struct{}, 1)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.met = &schedMetrics{
 		evaluations: prometheus.NewCounter(prometheus.CounterOpts{Name: "corral_scheduler_evaluations_total",
@@ -64,7 +65,7 @@ func (c *Controller) startScheduler() {
 	c.leaderHooks = append(c.leaderHooks, s.leadershipChanged)
 }
 
-func (s *scheduler) close() {
+func (s *schedLoop) close() {
 	s.cancel()
 	s.wg.Wait()
 }
@@ -80,7 +81,7 @@ func (c *Controller) jobsChanged() {
 	}
 }
 
-func (s *scheduler) leadershipChanged(isLeader bool, term uint64) {
+func (s *schedLoop) leadershipChanged(isLeader bool, term uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.gen++
@@ -90,7 +91,7 @@ func (s *scheduler) leadershipChanged(isLeader bool, term uint64) {
 	}
 }
 
-func (s *scheduler) current(gen uint64) bool {
+func (s *schedLoop) current(gen uint64) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.gen == gen && s.ctx.Err() == nil
@@ -99,7 +100,7 @@ func (s *scheduler) current(gen uint64) bool {
 // run schedules while this leadership lasts. It first waits until the
 // leader has applied everything committed before its term, so that it
 // never decides from a state older than its predecessor's last plan.
-func (s *scheduler) run(gen, term uint64) {
+func (s *schedLoop) run(gen, term uint64) {
 	for s.current(gen) {
 		ctx, cancel := context.WithTimeout(s.ctx, s.c.cfg.RequestTimeout)
 		err := s.c.linearizableRead(ctx)
@@ -127,7 +128,7 @@ func (s *scheduler) run(gen, term uint64) {
 
 // pass evaluates every pending job once. It reports whether it committed
 // something.
-func (s *scheduler) pass(term uint64) bool {
+func (s *schedLoop) pass(term uint64) bool {
 	start := time.Now()
 	st := s.c.State()
 	names := st.PendingJobs()
@@ -135,7 +136,7 @@ func (s *scheduler) pass(term uint64) bool {
 		return false
 	}
 	view := st.SchedulerView(names)
-	plan := s.plan(view, term)
+	plan := scheduler.Plan(view, scheduler.Inputs{Loads: s.c.workerLoads(), Now: time.Now(), Term: term, NewID: newAllocID})
 	if len(plan.Jobs) == 0 {
 		return false
 	}
@@ -167,69 +168,6 @@ func (s *scheduler) pass(term uint64) bool {
 	}
 	return true
 }
-
-// plan reconciles and places every job of the view. Placements of one job
-// see the room taken by the jobs placed before it in the same pass.
-func (s *scheduler) plan(view metadata.SchedView, term uint64) metadata.Plan {
-	plan := metadata.Plan{ControllerEpoch: term, AtMS: time.Now().UnixMilli()}
-	byID := map[string]*metadata.Worker{}
-	var pool []*schedWorker
-	poolByID := map[string]*schedWorker{}
-	loads := s.c.workerLoads()
-	for i := range view.Workers {
-		w := &view.Workers[i]
-		byID[w.ID] = w
-		if w.State != metadata.WorkerAlive {
-			continue
-		}
-		sw := &schedWorker{ID: w.ID, Epoch: w.Epoch, Labels: w.Labels, Capacity: w.Capacity,
-			Used: view.Used[w.ID], Load: loads[w.ID]}
-		pool = append(pool, sw)
-		poolByID[w.ID] = sw
-	}
-	budget := maxPlacementsPerPlan
-	for i := range view.Jobs {
-		if budget <= 0 {
-			break // the other jobs stay pending for the next pass
-		}
-		sj := &view.Jobs[i]
-		d := reconcile(sj, byID)
-		partial := d.need > budget
-		if partial {
-			d.need = budget
-		}
-		jp := metadata.JobPlan{Job: sj.Job.Name, Version: sj.Job.Version, PlanSeq: sj.Job.PlanSeq, EvalSeq: sj.Job.EvalSeq,
-			Stop: d.stop, StopReason: d.stopReason, WaitRunning: d.waitRunning}
-		if d.need > 0 {
-			for _, w := range pool {
-				w.JobAllocs = 0
-			}
-			for _, a := range sj.Allocs {
-				if w := poolByID[a.Worker]; w != nil && !a.State.Terminal() {
-					w.JobAllocs++
-				}
-			}
-			res := place(&sj.Job.Spec, d.need, pool)
-			for _, p := range res.Placements {
-				jp.Place = append(jp.Place, metadata.NewAlloc{ID: newAllocID(), Worker: p.WorkerID, WorkerEpoch: p.WorkerEpoch})
-			}
-			if missing := d.need - len(res.Placements); missing > 0 {
-				jp.Unplaced, jp.Reason = missing, res.Reason
-			} else if partial {
-				jp.EvalSeq = sj.Job.EvaluatedSeq // not done: stay pending
-			}
-			budget -= len(res.Placements)
-		}
-		plan.Jobs = append(plan.Jobs, jp)
-	}
-	return plan
-}
-
-// maxPlacementsPerPlan bounds one plan entry (about 100 bytes a
-// placement): applying a multi-megabyte entry would hold the raft loop
-// long enough to delay heartbeats to followers. A job that needs more is
-// placed over several passes: its evaluation stays pending until done.
-const maxPlacementsPerPlan = 5000
 
 func newAllocID() string {
 	var b [8]byte

@@ -1,4 +1,4 @@
-package controller
+package scheduler
 
 import (
 	"fmt"
@@ -34,23 +34,27 @@ func workersUsed(res placeResult) map[string]int {
 }
 
 func TestPlace_SpreadPutsOnePerWorker(t *testing.T) {
+	t.Parallel()
 	res := place(jobSpec(3, metadata.PlaceSpread, 100, 64), 3, workersN(3, 1000, 1024))
 	require.Len(t, res.Placements, 3)
 	require.Len(t, workersUsed(res), 3)
 }
 
 func TestPlace_BinpackFillsOneWorkerFirst(t *testing.T) {
+	t.Parallel()
 	res := place(jobSpec(3, metadata.PlaceBinpack, 100, 64), 3, workersN(3, 1000, 1024))
 	require.Len(t, workersUsed(res), 1)
 }
 
 func TestPlace_RespectsCapacityAndExplainsShortfall(t *testing.T) {
+	t.Parallel()
 	res := place(jobSpec(5, metadata.PlaceSpread, 400, 64), 5, workersN(2, 1000, 1024))
 	require.Len(t, res.Placements, 4, "2 fit on each 1000m worker")
 	require.Contains(t, res.Reason, "1 allocation(s) not placed")
 }
 
 func TestPlace_ConstraintsFilterWorkers(t *testing.T) {
+	t.Parallel()
 	ws := workersN(3, 1000, 1024)
 	ws[2].Labels["zone"] = "b"
 	spec := jobSpec(2, metadata.PlaceSpread, 10, 10)
@@ -65,11 +69,13 @@ func TestPlace_ConstraintsFilterWorkers(t *testing.T) {
 }
 
 func TestPlace_NoWorkers(t *testing.T) {
+	t.Parallel()
 	res := place(jobSpec(1, metadata.PlaceSpread, 1, 1), 1, nil)
 	require.Contains(t, res.Reason, "no alive worker")
 }
 
 func TestPlace_SingletonPlacesOne(t *testing.T) {
+	t.Parallel()
 	spec := jobSpec(1, metadata.PlaceSpread, 1, 1)
 	spec.Singleton = true
 	res := place(spec, 3, workersN(3, 1000, 1000))

@@ -1,4 +1,4 @@
-package controller
+package scheduler
 
 import (
 	"fmt"
@@ -34,12 +34,14 @@ func liveWorkers(draining ...string) map[string]*metadata.Worker {
 const run, stop = metadata.DesiredRun, metadata.DesiredStop
 
 func TestReconcile_NewJobNeedsCount(t *testing.T) {
+	t.Parallel()
 	d := reconcile(schedJob("service", 3, false, 1), liveWorkers())
 	require.Equal(t, 3, d.need)
 	require.Empty(t, d.stop)
 }
 
 func TestReconcile_LostServiceIsReplaced_BatchSuccessIsNot(t *testing.T) {
+	t.Parallel()
 	d := reconcile(schedJob("service", 2, false, 1,
 		alloc("a", "w0", 1, metadata.AllocRunning, run), alloc("b", "w1", 1, metadata.AllocLost, run)), liveWorkers())
 	require.Equal(t, 1, d.need)
@@ -51,6 +53,7 @@ func TestReconcile_LostServiceIsReplaced_BatchSuccessIsNot(t *testing.T) {
 }
 
 func TestReconcile_ServiceRollsOneAtATime(t *testing.T) {
+	t.Parallel()
 	j := schedJob("service", 3, false, 2,
 		alloc("a", "w0", 1, metadata.AllocRunning, run), alloc("b", "w1", 1, metadata.AllocRunning, run),
 		alloc("c", "w2", 1, metadata.AllocRunning, run))
@@ -72,6 +75,7 @@ func TestReconcile_ServiceRollsOneAtATime(t *testing.T) {
 }
 
 func TestReconcile_DrainPlacesFirstThenStops(t *testing.T) {
+	t.Parallel()
 	j := schedJob("service", 2, false, 1,
 		alloc("a", "w0", 1, metadata.AllocRunning, run), alloc("b", "w1", 1, metadata.AllocRunning, run))
 	d := reconcile(j, liveWorkers("w0"))
@@ -84,6 +88,7 @@ func TestReconcile_DrainPlacesFirstThenStops(t *testing.T) {
 }
 
 func TestReconcile_SingletonWaitsForTheOldOneToEnd(t *testing.T) {
+	t.Parallel()
 	j := schedJob("service", 1, true, 1, alloc("a", "w0", 1, metadata.AllocRunning, run))
 	d := reconcile(j, liveWorkers("w0"))
 	require.Equal(t, []string{"a"}, d.stop, "a drained singleton stops first")
@@ -94,6 +99,7 @@ func TestReconcile_SingletonWaitsForTheOldOneToEnd(t *testing.T) {
 }
 
 func TestReconcile_ScaleDownAndStop(t *testing.T) {
+	t.Parallel()
 	j := schedJob("service", 1, false, 1,
 		alloc("a", "w0", 1, metadata.AllocRunning, run), alloc("b", "w1", 1, metadata.AllocRunning, run))
 	d := reconcile(j, liveWorkers())
@@ -105,6 +111,7 @@ func TestReconcile_ScaleDownAndStop(t *testing.T) {
 }
 
 func TestReconcile_FailedRescheduleIsBounded(t *testing.T) {
+	t.Parallel()
 	var allocs []metadata.Allocation
 	for i := range maxFailedReschedules(1) {
 		allocs = append(allocs, alloc(fmt.Sprint("f", i), "w0", 1, metadata.AllocFailed, run))

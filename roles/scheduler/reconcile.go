@@ -1,4 +1,4 @@
-package controller
+package scheduler
 
 import (
 	"github.com/corral-dev/corral/metadata"

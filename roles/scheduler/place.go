@@ -1,4 +1,9 @@
-package controller
+// Package scheduler decides where allocations run: it reconciles each
+// job's allocations with its spec and places what is missing on feasible
+// workers. It is pure: a replicated view and explicit inputs (loads, time,
+// term, an id source) in, a plan out; no raft, no clock, no randomness
+// inside. The controller's scheduling loop commits the plans it makes.
+package scheduler
 
 import (
 	"fmt"
