@@ -23,6 +23,9 @@ type MemberOp int
 const (
 	MemberAdd MemberOp = iota + 1
 	MemberRemove
+	// MemberUpdate records nothing (raft's UpdateNode carries no member
+	// data corral keeps); only the applied index advances.
+	MemberUpdate
 )
 
 // ApplyMemberChange records a committed raft configuration change at index
@@ -52,6 +55,7 @@ func (s *State) ApplyMemberChange(index uint64, op MemberOp, m Member) error {
 	case MemberRemove:
 		delete(s.ext.Members, m.ID)
 		s.ext.RemovedIDs = appendUnique(s.ext.RemovedIDs, m.ID)
+	case MemberUpdate:
 	default:
 		return fmt.Errorf("apply member change at %d: %w: op %d", index, ErrInvalid, op)
 	}

@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -16,6 +15,7 @@ import (
 	"go.etcd.io/raft/v3/tracker"
 
 	"github.com/corral-dev/corral/metadata"
+	"github.com/corral-dev/corral/raftlog"
 )
 
 // Learner promotion: a learner becomes a voter once its match index has been
@@ -25,21 +25,6 @@ const (
 	PromoteMaxLag = 100
 	PromoteAfter  = 3 * time.Second
 )
-
-// confContext travels in a ConfChange's Context: who waits for it and
-// where the member can be reached. Bootstrap entries carry a bare address.
-type confContext struct {
-	RequestID uint64 `json:"request_id,omitempty"`
-	Address   string `json:"address,omitempty"`
-}
-
-func parseConfContext(b []byte) confContext {
-	var cc confContext
-	if len(b) > 0 && b[0] == '{' && json.Unmarshal(b, &cc) == nil {
-		return cc
-	}
-	return confContext{Address: string(b)}
-}
 
 func conflict(code, format string, a ...any) *apiError {
 	return &apiError{Status: http.StatusConflict, Code: code, Message: fmt.Sprintf(format, a...)}
@@ -56,7 +41,7 @@ func (c *Controller) proposeConfChange(ctx context.Context, typ pb.ConfChangeTyp
 	ctx, cancel := context.WithTimeout(ctx, 2*c.cfg.RequestTimeout)
 	defer cancel()
 	req := c.nextReq.Add(1)
-	cctx, _ := json.Marshal(confContext{RequestID: req, Address: addr})
+	cctx := raftlog.ConfContext{RequestID: req, Address: addr}.Encode()
 	ch := c.waits.register(req)
 	defer c.waits.cancel(req)
 	cc := &pb.ConfChange{Type: typ.Enum(), NodeId: new(id), Context: cctx}
@@ -347,28 +332,23 @@ func sortedKeys(m map[uint64]bool) []uint64 {
 
 // applyMemberChange keeps the replicated member list in step with a conf
 // change; the caller already applied it to raft.
-func (c *Controller) applyMemberChange(st *metadata.State, idx uint64, cc *pb.ConfChange, ctx confContext) error {
-	id := cc.GetNodeId()
-	switch cc.GetType() {
-	case pb.ConfChangeType_ConfChangeAddNode, pb.ConfChangeType_ConfChangeAddLearnerNode:
-		if err := st.ApplyMemberChange(idx, metadata.MemberAdd, metadata.Member{ID: id, Address: ctx.Address}); err != nil {
-			return err
-		}
+func (c *Controller) applyMemberChange(st *metadata.State, idx uint64, cc *pb.ConfChange) error {
+	op, m := raftlog.MemberChange(cc)
+	if err := st.ApplyMemberChange(idx, op, m); err != nil {
+		return err
+	}
+	id := m.ID
+	switch op {
+	case metadata.MemberAdd:
 		if addr, _ := c.memberAddress(id); addr != "" && id != c.cfg.NodeID {
 			c.tr.AddPeer(id, addr)
 		}
-	case pb.ConfChangeType_ConfChangeRemoveNode:
-		if err := st.ApplyMemberChange(idx, metadata.MemberRemove, metadata.Member{ID: id}); err != nil {
-			return err
-		}
+	case metadata.MemberRemove:
 		if id == c.cfg.NodeID {
 			c.log.Warn("this controller was removed from the quorum; it no longer votes or serves linearizable requests")
 		} else {
 			c.tr.RemovePeer(id)
 		}
-	default:
-		// UpdateNode: nothing to record, but the index must advance.
-		st.Apply(idx, nil)
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/corral-dev/corral/metadata"
+	"github.com/corral-dev/corral/raftlog"
 )
 
 // run owns the raft node. The order inside handleReady is the contract from
@@ -230,9 +231,9 @@ func (c *Controller) applyConfChange(st *metadata.State, e *pb.Entry) error {
 	if err := proto.Unmarshal(e.GetData(), cc); err != nil {
 		return fmt.Errorf("decode conf change at index %d: %w", e.GetIndex(), err)
 	}
-	ctx := parseConfContext(cc.GetContext())
+	ctx := raftlog.ParseConfContext(cc.GetContext())
 	c.setConfState(c.node.ApplyConfChange(cc))
-	if err := c.applyMemberChange(st, e.GetIndex(), cc, ctx); err != nil {
+	if err := c.applyMemberChange(st, e.GetIndex(), cc); err != nil {
 		return fmt.Errorf("record conf change at index %d: %w", e.GetIndex(), err)
 	}
 	c.log.Info("membership changed", "change", cc.GetType().String(), "id", cc.GetNodeId(),
