@@ -9,6 +9,7 @@ import (
 	"io"
 
 	"github.com/corral-dev/corral/metadata"
+	"github.com/corral-dev/corral/roles/backup"
 	"github.com/corral-dev/corral/roles/controller"
 	"github.com/corral-dev/corral/roles/worker"
 	"github.com/corral-dev/corral/roles/worker/executor"
@@ -37,25 +38,25 @@ func ParsePeers(s string) (map[uint64]string, error) { return controller.ParsePe
 // ValidateWorkerID reports why id cannot be a worker id, or nil.
 func ValidateWorkerID(id string) error { return metadata.ValidateWorkerID(id) }
 
-// Backup is a decoded backup file (see controller.Backup).
-type Backup = controller.Backup
+// Backup is a decoded backup file (see backup.Backup).
+type Backup = backup.Backup
 
-// RecoverResult says what offline recovery did (see controller.RecoverResult).
-type RecoverResult = controller.RecoverResult
+// RecoverResult says what offline recovery did (see backup.RecoverResult).
+type RecoverResult = backup.RecoverResult
 
 // DecodeBackup reads and checks a backup file.
-func DecodeBackup(r io.Reader) (*Backup, error) { return controller.DecodeBackup(r) }
+func DecodeBackup(r io.Reader) (*Backup, error) { return backup.Decode(r) }
 
 // RestoreDataDir writes a new data dir for one controller of a cluster
 // restored from b.
 func RestoreDataDir(dataDir string, nodeID uint64, peers map[uint64]string, b *Backup) error {
-	return controller.RestoreDataDir(dataDir, nodeID, peers, b)
+	return backup.RestoreDataDir(dataDir, nodeID, peers, b)
 }
 
 // RecoverDataDir turns a surviving controller's data dir into a one-member
-// cluster (see controller.RecoverDataDir).
+// cluster (see backup.RecoverDataDir).
 func RecoverDataDir(dataDir, clusterAddr string) (*RecoverResult, error) {
-	return controller.RecoverDataDir(dataDir, clusterAddr)
+	return backup.RecoverDataDir(dataDir, clusterAddr)
 }
 
 // WorkerConfig configures a worker (see worker.Config).

@@ -1,4 +1,9 @@
-package controller
+// Package backup owns corral's backup file format and the offline
+// operations on a controller's data dir: writing a restored cluster's data
+// dirs from a backup, and recovering a one-member cluster from a survivor's
+// log when the quorum is lost for good. Nothing here runs inside a live
+// controller; it only writes data dirs a controller then starts from.
+package backup
 
 import (
 	"bytes"
@@ -28,8 +33,8 @@ const (
 // ErrBadBackup wraps every reason a backup file is refused.
 var ErrBadBackup = errors.New("bad backup file")
 
-// BackupHeader describes a backup: where in the log it was taken.
-type BackupHeader struct {
+// Header describes a backup: where in the log it was taken.
+type Header struct {
 	Index     uint64            `json:"index"`
 	Term      uint64            `json:"term"`
 	ClusterID string            `json:"cluster_id"`
@@ -40,12 +45,12 @@ type BackupHeader struct {
 
 // Backup is a decoded, verified backup file.
 type Backup struct {
-	Header BackupHeader
+	Header Header
 	Data   []byte
 }
 
-// EncodeBackup writes a backup of data with header h to w.
-func EncodeBackup(w io.Writer, h BackupHeader, data []byte) error {
+// Encode writes a backup of data with header h to w.
+func Encode(w io.Writer, h Header, data []byte) error {
 	h.DataSize = uint64(len(data))
 	hdr, err := json.Marshal(h)
 	if err != nil {
@@ -75,10 +80,10 @@ func bad(format string, a ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrBadBackup}, a...)...)
 }
 
-// DecodeBackup reads and verifies a backup: magic, version, lengths, the
+// Decode reads and verifies a backup: magic, version, lengths, the
 // checksum and that the data is a readable metadata snapshot at the index
 // the header names. It never panics on damaged input.
-func DecodeBackup(r io.Reader) (*Backup, error) {
+func Decode(r io.Reader) (*Backup, error) {
 	raw, err := io.ReadAll(io.LimitReader(r, MaxBackupBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("read backup: %w", err)

@@ -1,9 +1,11 @@
-package controller
+package backup
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -15,7 +17,8 @@ import (
 	"github.com/corral-dev/corral/raftlog"
 )
 
-func restoreIndex(data []byte) (uint64, error) {
+// SnapshotIndex returns the applied index a state-machine snapshot holds.
+func SnapshotIndex(data []byte) (uint64, error) {
 	st, err := metadata.Restore(data)
 	if err != nil {
 		return 0, fmt.Errorf("read back snapshot: %w", err)
@@ -68,7 +71,7 @@ func RestoreDataDir(dataDir string, nodeID uint64, peers map[uint64]string, b *B
 	if err != nil {
 		return fmt.Errorf("read backup state: %w", err)
 	}
-	ids := sortedIDs(peers)
+	ids := slices.Sorted(maps.Keys(peers))
 	members := make([]metadata.Member, 0, len(ids))
 	for _, id := range ids {
 		members = append(members, metadata.Member{ID: id, Address: peers[id]})
@@ -206,12 +209,8 @@ func replayEntry(state *metadata.State, e *pb.Entry) error {
 	if err := proto.Unmarshal(e.GetData(), cc); err != nil {
 		return fmt.Errorf("decode conf change at %d: %w", e.GetIndex(), err)
 	}
-	ctx := parseConfContext(cc.GetContext())
-	op := metadata.MemberAdd
-	if cc.GetType() == pb.ConfChangeType_ConfChangeRemoveNode {
-		op = metadata.MemberRemove
-	}
-	return state.ApplyMemberChange(e.GetIndex(), op, metadata.Member{ID: cc.GetNodeId(), Address: ctx.Address})
+	op, m := raftlog.MemberChange(cc)
+	return state.ApplyMemberChange(e.GetIndex(), op, m)
 }
 
 // entryData is the command of a normal entry; v2 conf changes carry none.

@@ -6,35 +6,37 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/corral-dev/corral/roles/backup"
 )
 
 // snapshotForBackup takes a consistent snapshot of the state machine: a
 // linearizable read first, so the backup holds every write acknowledged
 // before the request.
-func (c *Controller) snapshotForBackup(ctx context.Context) (BackupHeader, []byte, error) {
+func (c *Controller) snapshotForBackup(ctx context.Context) (backup.Header, []byte, error) {
 	if err := c.linearizableRead(ctx); err != nil {
-		return BackupHeader{}, nil, err
+		return backup.Header{}, nil, err
 	}
 	for attempt := 0; attempt < 3; attempt++ {
 		st := c.state.Load()
 		data, err := st.Snapshot()
 		if err != nil {
-			return BackupHeader{}, nil, fmt.Errorf("snapshot state: %w", err)
+			return backup.Header{}, nil, fmt.Errorf("snapshot state: %w", err)
 		}
 		// The index inside data is the one to describe; read it back from
 		// the bytes rather than racing the apply loop.
-		restored, err := restoreIndex(data)
+		restored, err := backup.SnapshotIndex(data)
 		if err != nil {
-			return BackupHeader{}, nil, err
+			return backup.Header{}, nil, err
 		}
 		term, err := c.store.Term(restored)
 		if err != nil {
 			continue // compacted meanwhile: take a fresher one
 		}
-		return BackupHeader{Index: restored, Term: term, ClusterID: c.ClusterID(),
+		return backup.Header{Index: restored, Term: term, ClusterID: c.ClusterID(),
 			CreatedAt: time.Now().UTC(), Members: st.Members()}, data, nil
 	}
-	return BackupHeader{}, nil, fmt.Errorf("snapshot state: log compacted under the snapshot three times; retry")
+	return backup.Header{}, nil, fmt.Errorf("snapshot state: log compacted under the snapshot three times; retry")
 }
 
 func (c *Controller) handleSnapshot(w http.ResponseWriter, r *http.Request) {
@@ -47,7 +49,7 @@ func (c *Controller) handleSnapshot(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Disposition", "attachment; filename=corral-"+strconv.FormatUint(h.Index, 10)+".snap")
 	w.Header().Set("X-Corral-Snapshot-Index", strconv.FormatUint(h.Index, 10))
 	w.Header().Set("X-Corral-Snapshot-Term", strconv.FormatUint(h.Term, 10))
-	if err := EncodeBackup(w, h, data); err != nil {
+	if err := backup.Encode(w, h, data); err != nil {
 		c.log.Warn("snapshot download interrupted", "err", err)
 	}
 }
