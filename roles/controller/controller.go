@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/corral-dev/corral/metadata"
 	"github.com/corral-dev/corral/raftlog"
+	"github.com/corral-dev/corral/roles/controller/fault"
 	"github.com/corral-dev/corral/transport"
 )
 
@@ -388,11 +388,14 @@ func newClusterID() string {
 var (
 	// ErrNoLeader means no leader is known; nothing was proposed, so the
 	// request can safely be retried on another controller.
-	ErrNoLeader = errors.New("no leader: the controller quorum has no elected leader right now")
+	ErrNoLeader = fault.ErrNoLeader
 	// ErrTimeout means the request was proposed but not seen applied in time;
 	// its outcome is unknown.
-	ErrTimeout       = errors.New("request timed out before it was applied; its outcome is unknown")
+	ErrTimeout       = fault.ErrTimeout
 	errLeaderChanged = fmt.Errorf("leader changed while the request was in flight: %w", ErrTimeout)
 	// ErrStopped means the controller is shutting down.
-	ErrStopped = errors.New("controller is stopping")
+	ErrStopped = fault.ErrStopped
+	// errNotLeader: this controller is not the leader and does not know
+	// where the leader's API is.
+	errNotLeader = fault.ErrNotLeader
 )

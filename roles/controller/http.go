@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/corral-dev/corral/roles/controller/fault"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -39,9 +40,12 @@ func badRequest(format string, a ...any) *apiError {
 // errorFor maps controller errors to HTTP answers.
 func errorFor(err error) *apiError {
 	var ae *apiError
+	var fe *fault.Error
 	switch {
 	case errors.As(err, &ae):
 		return ae
+	case errors.As(err, &fe):
+		return &apiError{Status: statusOf(fe.Kind), Code: fe.Code, Message: fe.Message}
 	case errors.Is(err, ErrNoLeader):
 		return &apiError{Status: http.StatusServiceUnavailable, Code: "no_leader", Message: err.Error() + "; retry on another controller"}
 	case errors.Is(err, ErrTimeout):
@@ -56,6 +60,25 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// statusOf is the HTTP status of a kind of failure.
+func statusOf(k fault.Kind) int {
+	switch k {
+	case fault.Invalid:
+		return http.StatusBadRequest
+	case fault.NotFound:
+		return http.StatusNotFound
+	case fault.Conflict:
+		return http.StatusConflict
+	case fault.Unavailable, fault.Timeout:
+		return http.StatusServiceUnavailable
+	case fault.NoAnswer:
+		return http.StatusGatewayTimeout
+	case fault.Limit:
+		return http.StatusTooManyRequests
+	}
+	return http.StatusInternalServerError
 }
 
 func writeError(w http.ResponseWriter, err error) {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"sort"
 	"sync"
 	"time"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/corral-dev/corral/metadata"
 	"github.com/corral-dev/corral/raftlog"
+	"github.com/corral-dev/corral/roles/controller/fault"
 )
 
 // Learner promotion: a learner becomes a voter once its match index has been
@@ -25,13 +25,6 @@ const (
 	PromoteMaxLag = 100
 	PromoteAfter  = 3 * time.Second
 )
-
-func conflict(code, format string, a ...any) *apiError {
-	return &apiError{Status: http.StatusConflict, Code: code, Message: fmt.Sprintf(format, a...)}
-}
-
-var errNotLeader = &apiError{Status: http.StatusServiceUnavailable, Code: "not_leader",
-	Message: "this controller is not the leader and does not know the leader's HTTP address; retry on another controller"}
 
 // proposeConfChange proposes cc and waits until this controller applied it.
 // Raft silently turns a conf change into an empty entry when another one is
@@ -55,8 +48,8 @@ func (c *Controller) proposeConfChange(ctx context.Context, typ pb.ConfChangeTyp
 		}
 		return nil
 	case <-ctx.Done():
-		return &apiError{Status: http.StatusServiceUnavailable, Code: "timeout", Message: fmt.Sprintf(
-			"%s of controller %d was not committed in time (the quorum may be unavailable or another change is pending); check `corral controller list` before retrying", typ, id)}
+		return fault.New(fault.Timeout, "timeout",
+			"%s of controller %d was not committed in time (the quorum may be unavailable or another change is pending); check `corral controller list` before retrying", typ, id)
 	}
 }
 
@@ -77,21 +70,21 @@ func (c *Controller) members() (voters, learners map[uint64]bool) {
 // caught up. Only the leader runs it.
 func (c *Controller) AddController(ctx context.Context, id uint64, addr string) error {
 	if id == 0 {
-		return badRequest("id must be a positive integer")
+		return fault.New(fault.Invalid, "bad_request", "id must be a positive integer")
 	}
 	if _, _, err := net.SplitHostPort(addr); err != nil {
-		return badRequest("address %q must be HOST:PORT: %v", addr, err)
+		return fault.New(fault.Invalid, "bad_request", "address %q must be HOST:PORT: %v", addr, err)
 	}
 	if !c.memberMu.TryLock() {
-		return conflict("change_in_progress", "another membership change is in progress; retry when it finished")
+		return fault.New(fault.Conflict, "change_in_progress", "another membership change is in progress; retry when it finished")
 	}
 	defer c.memberMu.Unlock()
 	if c.State().WasRemoved(id) {
-		return conflict("id_reused", "controller id %d belonged to a removed controller and may never be reused; pick a new id", id)
+		return fault.New(fault.Conflict, "id_reused", "controller id %d belonged to a removed controller and may never be reused; pick a new id", id)
 	}
 	voters, learners := c.members()
 	if voters[id] || learners[id] {
-		return conflict("already_member", "controller %d is already a member", id)
+		return fault.New(fault.Conflict, "already_member", "controller %d is already a member", id)
 	}
 	c.log.Info("adding controller as learner", "id", id, "address", addr)
 	return c.proposeConfChange(ctx, pb.ConfChangeType_ConfChangeAddLearnerNode, id, addr)
@@ -103,7 +96,7 @@ func (c *Controller) AddController(ctx context.Context, id uint64, addr string) 
 func (c *Controller) RemoveController(ctx context.Context, id uint64, force bool) error {
 	voters, learners := c.members()
 	if !voters[id] && !learners[id] {
-		return &apiError{Status: http.StatusNotFound, Code: "not_found", Message: fmt.Sprintf("controller %d is not a member", id)}
+		return fault.New(fault.NotFound, "not_found", "controller %d is not a member", id)
 	}
 	if voters[id] {
 		if err := c.checkRemovalKeepsQuorum(id, voters, force); err != nil {
@@ -118,7 +111,7 @@ func (c *Controller) RemoveController(ctx context.Context, id uint64, force bool
 		return errLeadershipMoved
 	}
 	if !c.memberMu.TryLock() {
-		return conflict("change_in_progress", "another membership change is in progress; retry when it finished")
+		return fault.New(fault.Conflict, "change_in_progress", "another membership change is in progress; retry when it finished")
 	}
 	defer c.memberMu.Unlock()
 	c.log.Info("removing controller", "id", id, "force", force)
@@ -131,7 +124,7 @@ var errLeadershipMoved = errors.New("leadership moved")
 
 func (c *Controller) checkRemovalKeepsQuorum(id uint64, voters map[uint64]bool, force bool) error {
 	if len(voters) == 1 {
-		return conflict("last_voter", "controller %d is the last voter; a cluster cannot remove its only voter", id)
+		return fault.New(fault.Conflict, "last_voter", "controller %d is the last voter; a cluster cannot remove its only voter", id)
 	}
 	status := c.node.Status()
 	remaining, reachable := 0, 0
@@ -146,7 +139,7 @@ func (c *Controller) checkRemovalKeepsQuorum(id uint64, voters map[uint64]bool, 
 	}
 	need := remaining/2 + 1
 	if reachable < need && !force {
-		return conflict("quorum_at_risk",
+		return fault.New(fault.Conflict, "quorum_at_risk",
 			"removing controller %d would leave %d voters of which only %d are reachable, and a quorum needs %d; bring controllers back first or pass --force",
 			id, remaining, reachable, need)
 	}
@@ -169,7 +162,7 @@ func (c *Controller) transferToBest(ctx context.Context, voters map[uint64]bool)
 		}
 	}
 	if best == 0 {
-		return conflict("quorum_at_risk", "no other reachable voter can take over leadership")
+		return fault.New(fault.Conflict, "quorum_at_risk", "no other reachable voter can take over leadership")
 	}
 	return c.TransferLeader(ctx, best)
 }
@@ -179,9 +172,9 @@ func (c *Controller) TransferLeader(ctx context.Context, id uint64) error {
 	voters, learners := c.members()
 	switch {
 	case learners[id]:
-		return conflict("not_voter", "controller %d is a learner; only voters can lead", id)
+		return fault.New(fault.Conflict, "not_voter", "controller %d is a learner; only voters can lead", id)
 	case !voters[id]:
-		return &apiError{Status: http.StatusNotFound, Code: "not_found", Message: fmt.Sprintf("controller %d is not a member", id)}
+		return fault.New(fault.NotFound, "not_found", "controller %d is not a member", id)
 	case id == c.cfg.NodeID:
 		return nil
 	}
@@ -193,8 +186,8 @@ func (c *Controller) TransferLeader(ctx context.Context, id uint64) error {
 	for c.leader.Load() != id {
 		select {
 		case <-ctx.Done():
-			return &apiError{Status: http.StatusServiceUnavailable, Code: "timeout", Message: fmt.Sprintf(
-				"leadership did not move to controller %d within %v; it may be behind or unreachable", id, wait)}
+			return fault.New(fault.Timeout, "timeout",
+				"leadership did not move to controller %d within %v; it may be behind or unreachable", id, wait)
 		case <-time.After(c.cfg.TickInterval):
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/metadata"
+	"github.com/corral-dev/corral/roles/controller/fault"
 	"github.com/corral-dev/corral/transport"
 )
 
@@ -319,7 +320,7 @@ func (m *sessionManager) fetchLog(ctx context.Context, worker string, req transp
 	}
 	if s == nil || s.out == nil {
 		m.mu.Unlock()
-		return nil, &apiError{Status: 503, Code: "worker_unreachable",
+		return nil, &fault.Error{Kind: fault.Unavailable, Code: "worker_unreachable",
 			Message: fmt.Sprintf("worker %s has no live session with this leader; its logs cannot be read now", worker)}
 	}
 	out := s.out
@@ -346,7 +347,7 @@ func (m *sessionManager) fetchLog(ctx context.Context, worker string, req transp
 	case d := <-ch:
 		return d, nil
 	case <-ctx.Done():
-		return nil, &apiError{Status: 504, Code: "timeout", Message: fmt.Sprintf("worker %s did not answer the log request", worker)}
+		return nil, fault.New(fault.NoAnswer, "timeout", "worker %s did not answer the log request", worker)
 	}
 }
 
