@@ -3,8 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/corral-dev/corral/roles/backup"
@@ -37,19 +35,4 @@ func (c *Controller) snapshotForBackup(ctx context.Context) (backup.Header, []by
 			CreatedAt: time.Now().UTC(), Members: st.Members()}, data, nil
 	}
 	return backup.Header{}, nil, fmt.Errorf("snapshot state: log compacted under the snapshot three times; retry")
-}
-
-func (c *Controller) handleSnapshot(w http.ResponseWriter, r *http.Request) {
-	h, data, err := c.snapshotForBackup(r.Context())
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	w.Header().Set("Content-Type", "application/octet-stream")
-	w.Header().Set("Content-Disposition", "attachment; filename=corral-"+strconv.FormatUint(h.Index, 10)+".snap")
-	w.Header().Set("X-Corral-Snapshot-Index", strconv.FormatUint(h.Index, 10))
-	w.Header().Set("X-Corral-Snapshot-Term", strconv.FormatUint(h.Term, 10))
-	if err := backup.Encode(w, h, data); err != nil {
-		c.log.Warn("snapshot download interrupted", "err", err)
-	}
 }

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/corral-dev/corral/metadata"
 	"github.com/corral-dev/corral/raftlog"
+	"github.com/corral-dev/corral/roles/controller/api"
 	"github.com/corral-dev/corral/roles/controller/fault"
 	"github.com/corral-dev/corral/transport"
 )
@@ -69,9 +69,7 @@ type Controller struct {
 
 	leasesExpired prometheus.Counter // leases.go
 
-	http    *http.Server
-	httpLn  net.Listener
-	token   []byte
+	api     *api.Server // HTTP API and dashboard (package api)
 	stopc   chan struct{}
 	done    chan struct{}
 	failed  chan error
@@ -143,8 +141,13 @@ func Start(cfg Config) (*Controller, error) {
 	go c.reads.run()
 	go c.promoteLoop()
 	go c.expireLoop() // leases.go
+	c.api = api.New(api.Config{
+		NodeID: cfg.NodeID, HTTPAddr: cfg.HTTPAddr, APITokenFile: cfg.APITokenFile, HTTPInsecure: cfg.HTTPInsecure,
+		EnablePprof: cfg.EnablePprof, RequestTimeout: cfg.RequestTimeout, TickInterval: cfg.TickInterval,
+		Registry: c.reg, Stopping: c.stopc, Logger: c.log,
+	}, c.apiBackend())
 	if cfg.HTTPAddr != "" {
-		if err := c.startHTTP(); err != nil {
+		if err := c.api.Listen(); err != nil {
 			c.Close()
 			return nil, err
 		}
@@ -321,6 +324,13 @@ func (c *Controller) Term() uint64 { return c.term.Load() }
 // State returns the current state machine (read-only use).
 func (c *Controller) State() *metadata.State { return c.state.Load() }
 
+// Handler returns the HTTP API (auth and metrics applied), to serve
+// in-process.
+func (c *Controller) Handler() http.Handler { return c.api.Handler() }
+
+// HTTPAddr returns the address the API listens on ("" without HTTP).
+func (c *Controller) HTTPAddr() string { return c.api.Addr() }
+
 // Failed is closed with an error when the controller stopped on its own
 // (a storage failure or a data dir of another cluster).
 func (c *Controller) Failed() <-chan error { return c.failed }
@@ -341,9 +351,9 @@ func (c *Controller) currentConfState() *pb.ConfState {
 func (c *Controller) Close() error {
 	c.closeMu.Do(func() {
 		c.hub.close() // end watch streams first (watch.go)
-		if c.http != nil {
+		if c.api != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			_ = c.http.Shutdown(ctx)
+			_ = c.api.Shutdown(ctx)
 			cancel()
 		}
 		close(c.stopc)

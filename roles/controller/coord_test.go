@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/corral-dev/corral/metadata"
+	"github.com/corral-dev/corral/roles/controller/api"
 )
 
 func readyNode(t *testing.T) (*Controller, string) {
@@ -185,7 +186,7 @@ func TestCoord_LockFIFOTokensAndWait(t *testing.T) {
 }
 
 // watchStream opens a watch and returns a function yielding its lines.
-func watchStream(t *testing.T, url string) (func() watchLine, func()) {
+func watchStream(t *testing.T, url string) (func() api.WatchLine, func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
@@ -194,10 +195,10 @@ func watchStream(t *testing.T, url string) (func() watchLine, func()) {
 	require.NoError(t, err)
 	require.Equal(t, 200, resp.StatusCode)
 	sc := bufio.NewScanner(resp.Body)
-	next := func() watchLine {
+	next := func() api.WatchLine {
 		t.Helper()
 		require.True(t, sc.Scan(), "watch stream ended: %v", sc.Err())
-		var l watchLine
+		var l api.WatchLine
 		require.NoError(t, json.Unmarshal(sc.Bytes(), &l))
 		return l
 	}
@@ -276,10 +277,10 @@ func TestCoord_LeaseSurvivesLeaderChange(t *testing.T) {
 	lead := mc.waitLeader(mc.ids()...)
 	ctx := context.Background()
 	const ttl = 1500 * time.Millisecond
-	res, err := mc.node(lead).proposeCoord(ctx, metadata.OpLeaseGrant, "", metadata.LeaseGrantPayload{TTLMS: ttl.Milliseconds()})
+	res, err := proposeCoord(ctx, mc.node(lead), metadata.OpLeaseGrant, "", metadata.LeaseGrantPayload{TTLMS: ttl.Milliseconds()})
 	require.NoError(t, err)
 	id := res.Out.(metadata.LeaseGrant).ID
-	_, err = mc.node(lead).proposeCoord(ctx, metadata.OpPutLease, "svc/a", metadata.PutLeasePayload{Value: []byte("x"), Lease: id})
+	_, err = proposeCoord(ctx, mc.node(lead), metadata.OpPutLease, "svc/a", metadata.PutLeasePayload{Value: []byte("x"), Lease: id})
 	require.NoError(t, err)
 	// Keep it alive for a while on the leader.
 	for range 5 {
@@ -343,7 +344,7 @@ func TestCoord_LocksThroughFollowersAndCompactedWatch(t *testing.T) {
 		done <- out
 	}()
 	require.Eventually(t, func() bool {
-		lk, _ := mc.node(lead).State().LockState(lockPrefix + "m")
+		lk, _ := mc.node(lead).State().LockState(metadata.SystemPrefix + "locks/m")
 		return len(lk.Waiters) == 1
 	}, 5*time.Second, 5*time.Millisecond)
 	code, _ = serve(t, mc.node(lead), "DELETE", fmt.Sprintf("/v1/locks/m?lease=%d", l1), "")
@@ -362,4 +363,18 @@ func TestCoord_LocksThroughFollowersAndCompactedWatch(t *testing.T) {
 	require.Equal(t, http.StatusGone, code)
 	require.Equal(t, "compacted", out["code"])
 	require.Equal(t, float64(rev+1), out["oldest_revision"])
+}
+
+// proposeCoord proposes a coordination op through c and returns its result
+// or the error it applied with.
+func proposeCoord(ctx context.Context, c *Controller, op metadata.Op, key string, p any) (metadata.Result, error) {
+	cmd, err := metadata.NewCoordCommand(op, key, p)
+	if err != nil {
+		return metadata.Result{}, err
+	}
+	res, err := c.Propose(ctx, cmd)
+	if err == nil {
+		err = res.Err
+	}
+	return res, err
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/corral-dev/corral/roles/controller/api"
 	"github.com/corral-dev/corral/transport"
 )
 
@@ -100,8 +101,8 @@ func TestHTTP_KVRoundTripAndErrors(t *testing.T) {
 		{"PUT", "/v1/kv/", "v", 400, "bad_request"},
 		{"PUT", "/v1/kv/k?prev_revision=abc", "v", 400, "bad_request"},
 		{"PUT", "/v1/kv/k?prev_revision=-1", "v", 400, "bad_request"},
-		{"PUT", "/v1/kv/" + strings.Repeat("k", MaxKeyBytes+1), "v", 413, "too_large"},
-		{"PUT", "/v1/kv/k", strings.Repeat("v", MaxValueBytes+1), 413, "too_large"},
+		{"PUT", "/v1/kv/" + strings.Repeat("k", api.MaxKeyBytes+1), "v", 413, "too_large"},
+		{"PUT", "/v1/kv/k", strings.Repeat("v", api.MaxValueBytes+1), 413, "too_large"},
 		{"PUT", "/v1/kv/k%00", "v", 400, "bad_request"},
 		{"GET", "/v1/kv/k?consistency=maybe", "", 400, "bad_request"},
 		{"GET", "/v1/kv/k?encoding=hex", "", 400, "bad_request"},

@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"sort"
@@ -108,7 +107,7 @@ func (c *Controller) RemoveController(ctx context.Context, id uint64, force bool
 		if err := c.transferToBest(ctx, voters); err != nil {
 			return err
 		}
-		return errLeadershipMoved
+		return fault.ErrLeadershipMoved
 	}
 	if !c.memberMu.TryLock() {
 		return fault.New(fault.Conflict, "change_in_progress", "another membership change is in progress; retry when it finished")
@@ -117,10 +116,6 @@ func (c *Controller) RemoveController(ctx context.Context, id uint64, force bool
 	c.log.Info("removing controller", "id", id, "force", force)
 	return c.proposeConfChange(ctx, pb.ConfChangeType_ConfChangeRemoveNode, id, "")
 }
-
-// errLeadershipMoved tells the HTTP layer to replay the request on the new
-// leader.
-var errLeadershipMoved = errors.New("leadership moved")
 
 func (c *Controller) checkRemovalKeepsQuorum(id uint64, voters map[uint64]bool, force bool) error {
 	if len(voters) == 1 {

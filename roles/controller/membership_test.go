@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corral-dev/corral/roles/controller/fault"
 	"github.com/stretchr/testify/require"
 )
 
@@ -98,7 +99,7 @@ func TestMembership_TransferAndRemoveLeader(t *testing.T) {
 
 	// Removing the leader moves leadership first.
 	err := mc.node(to).RemoveController(context.Background(), to, false)
-	require.ErrorIs(t, err, errLeadershipMoved)
+	require.ErrorIs(t, err, fault.ErrLeadershipMoved)
 	newLead := mc.waitLeader(mc.ids()...)
 	require.NotEqual(t, to, newLead)
 	require.NoError(t, mc.node(newLead).RemoveController(context.Background(), to, false))

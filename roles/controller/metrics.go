@@ -20,7 +20,6 @@ type controllerMetrics struct {
 	syncDuration       prometheus.Histogram
 	snapshots          prometheus.Counter
 	snapshotSize       prometheus.Gauge
-	httpDuration       *prometheus.HistogramVec
 	voters             prometheus.Gauge
 	learners           prometheus.Gauge
 	failureTolerance   prometheus.Gauge
@@ -55,9 +54,6 @@ func newControllerMetrics(reg *prometheus.Registry) *controllerMetrics {
 			Name: "corral_raft_snapshots_total", Help: "State-machine snapshots taken or installed."}),
 		snapshotSize: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "corral_raft_snapshot_size_bytes", Help: "Size of the latest state-machine snapshot."}),
-		httpDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "corral_http_request_duration_seconds", Help: "API request duration by route and status code.",
-			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18)}, []string{"route", "code"}),
 		voters: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "corral_raft_voters", Help: "Voting controllers in the current configuration."}),
 		learners: prometheus.NewGauge(prometheus.GaugeOpts{
@@ -67,7 +63,7 @@ func newControllerMetrics(reg *prometheus.Registry) *controllerMetrics {
 	}
 	reg.MustRegister(m.voters, m.learners, m.failureTolerance, m.term, m.hasLeader, m.isLeader, m.leaderChanges, m.commitIndex, m.appliedIndex,
 		m.proposalsCommitted, m.proposalsFailed, m.applyDuration, m.syncDuration, m.snapshots,
-		m.snapshotSize, m.httpDuration,
+		m.snapshotSize,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -63,6 +63,10 @@ var (
 	ErrTimeout = errors.New("request timed out before it was applied; its outcome is unknown")
 	// ErrStopped means the controller is shutting down.
 	ErrStopped = errors.New("controller is stopping")
+	// ErrLeadershipMoved means the leader handed leadership away to carry
+	// out the request (removing itself): the API replays the request on
+	// the new leader.
+	ErrLeadershipMoved = errors.New("leadership moved")
 	// ErrNotLeader means the request needs the leader, this controller is
 	// not it and does not know where the leader's API is.
 	ErrNotLeader = New(Unavailable, "not_leader",

@@ -1,4 +1,4 @@
-package controller
+package api
 
 import (
 	"bytes"
@@ -15,16 +15,16 @@ import (
 // maxJobSpecBytes bounds a submitted job spec.
 const maxJobSpecBytes = 256 << 10
 
-func (c *Controller) registerJobRoutes(mux *http.ServeMux) {
-	mux.HandleFunc("POST /v1/jobs", c.handleJobSubmit)
-	mux.HandleFunc("GET /v1/jobs", c.handleJobList)
-	mux.HandleFunc("GET /v1/jobs/{name}", c.handleJobGet)
-	mux.HandleFunc("DELETE /v1/jobs/{name}", c.handleJobStop)
-	mux.HandleFunc("GET /v1/allocations", c.handleAllocList)
-	mux.HandleFunc("GET /v1/allocations/{id}", c.handleAllocGet)
-	mux.HandleFunc("GET /v1/allocations/{id}/logs", c.handleAllocLogs)
-	mux.HandleFunc("POST /v1/allocations/{id}/restart", c.handleAllocRestart)
-	mux.HandleFunc("POST /v1/workers/{id}/drain", c.handleWorkerDrain)
+func (s *Server) registerJobRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("POST /v1/jobs", s.handleJobSubmit)
+	mux.HandleFunc("GET /v1/jobs", s.handleJobList)
+	mux.HandleFunc("GET /v1/jobs/{name}", s.handleJobGet)
+	mux.HandleFunc("DELETE /v1/jobs/{name}", s.handleJobStop)
+	mux.HandleFunc("GET /v1/allocations", s.handleAllocList)
+	mux.HandleFunc("GET /v1/allocations/{id}", s.handleAllocGet)
+	mux.HandleFunc("GET /v1/allocations/{id}/logs", s.handleAllocLogs)
+	mux.HandleFunc("POST /v1/allocations/{id}/restart", s.handleAllocRestart)
+	mux.HandleFunc("POST /v1/workers/{id}/drain", s.handleWorkerDrain)
 }
 
 // specError is the 400 answer for an invalid job spec: every field named.
@@ -38,7 +38,7 @@ func writeSpecError(w http.ResponseWriter, err error) {
 	writeJSON(w, http.StatusBadRequest, &specError{Message: err.Error(), Code: "invalid_spec", Fields: metadata.SpecFields(err)})
 }
 
-func (c *Controller) handleJobSubmit(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleJobSubmit(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxJobSpecBytes+1))
 	if err != nil {
 		writeError(w, badRequest("read job spec: %v", err))
@@ -54,7 +54,7 @@ func (c *Controller) handleJobSubmit(w http.ResponseWriter, r *http.Request) {
 		writeSpecError(w, err)
 		return
 	}
-	res, err := c.proposePayload(r.Context(), metadata.OpJobRegister, metadata.JobRegistration{Spec: *spec, AtMS: time.Now().UnixMilli()})
+	res, err := s.store.ProposePayload(r.Context(), metadata.OpJobRegister, metadata.JobRegistration{Spec: *spec, AtMS: time.Now().UnixMilli()})
 	if err != nil {
 		if metadata.SpecFields(err) != nil {
 			writeSpecError(w, err)
@@ -64,16 +64,16 @@ func (c *Controller) handleJobSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out, _ := res.Out.(metadata.JobRegisterResult)
-	j, _ := c.State().Job(spec.Name)
-	writeJSON(w, http.StatusOK, map[string]any{"job": c.jobDetail(&j), "changed": out.Changed})
+	j, _ := s.store.State().Job(spec.Name)
+	writeJSON(w, http.StatusOK, map[string]any{"job": s.jobDetail(&j), "changed": out.Changed})
 }
 
 // readable makes the request's read linearizable unless it asks for
 // ?consistency=serializable.
-func (c *Controller) readable(w http.ResponseWriter, r *http.Request) bool {
+func (s *Server) readable(w http.ResponseWriter, r *http.Request) bool {
 	switch cons := r.URL.Query().Get("consistency"); cons {
 	case "", "linearizable":
-		if err := c.linearizableRead(r.Context()); err != nil {
+		if err := s.store.LinearizableRead(r.Context()); err != nil {
 			writeError(w, err)
 			return false
 		}
@@ -85,11 +85,11 @@ func (c *Controller) readable(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-func (c *Controller) handleJobList(w http.ResponseWriter, r *http.Request) {
-	if !c.readable(w, r) {
+func (s *Server) handleJobList(w http.ResponseWriter, r *http.Request) {
+	if !s.readable(w, r) {
 		return
 	}
-	st := c.State()
+	st := s.store.State()
 	jobs := st.Jobs()
 	out := make([]jobJSON, 0, len(jobs))
 	for i := range jobs {
@@ -103,27 +103,27 @@ func jobNotFound(name string) *apiError {
 		Message: fmt.Sprintf("job %q not found; list jobs with GET /v1/jobs", name)}
 }
 
-func (c *Controller) handleJobGet(w http.ResponseWriter, r *http.Request) {
-	if !c.readable(w, r) {
+func (s *Server) handleJobGet(w http.ResponseWriter, r *http.Request) {
+	if !s.readable(w, r) {
 		return
 	}
 	name := r.PathValue("name")
-	j, ok := c.State().Job(name)
+	j, ok := s.store.State().Job(name)
 	if !ok {
 		writeError(w, jobNotFound(name))
 		return
 	}
-	allocs := c.State().Allocations(name, "")
+	allocs := s.store.State().Allocations(name, "")
 	views := make([]allocJSON, len(allocs))
 	for i := range allocs {
 		views[i] = allocView(&allocs[i], false)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"job": c.jobDetail(&j), "allocations": views})
+	writeJSON(w, http.StatusOK, map[string]any{"job": s.jobDetail(&j), "allocations": views})
 }
 
-func (c *Controller) handleJobStop(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleJobStop(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
-	_, err := c.proposePayload(r.Context(), metadata.OpJobStop, metadata.JobStopRequest{Name: name, AtMS: time.Now().UnixMilli()})
+	_, err := s.store.ProposePayload(r.Context(), metadata.OpJobStop, metadata.JobStopRequest{Name: name, AtMS: time.Now().UnixMilli()})
 	if errors.Is(err, metadata.ErrJobNotFound) {
 		writeError(w, jobNotFound(name))
 		return
@@ -132,16 +132,16 @@ func (c *Controller) handleJobStop(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	j, _ := c.State().Job(name)
-	writeJSON(w, http.StatusOK, map[string]any{"job": c.jobDetail(&j)})
+	j, _ := s.store.State().Job(name)
+	writeJSON(w, http.StatusOK, map[string]any{"job": s.jobDetail(&j)})
 }
 
-func (c *Controller) handleAllocList(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleAllocList(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	if !c.readable(w, r) {
+	if !s.readable(w, r) {
 		return
 	}
-	allocs := c.State().Allocations(q.Get("job"), q.Get("worker"))
+	allocs := s.store.State().Allocations(q.Get("job"), q.Get("worker"))
 	state := q.Get("state")
 	out := make([]allocJSON, 0, len(allocs))
 	for i := range allocs {
@@ -157,12 +157,12 @@ func allocNotFound(id string) *apiError {
 		Message: fmt.Sprintf("allocation %q not found; list them with GET /v1/allocations", id)}
 }
 
-func (c *Controller) handleAllocGet(w http.ResponseWriter, r *http.Request) {
-	if !c.readable(w, r) {
+func (s *Server) handleAllocGet(w http.ResponseWriter, r *http.Request) {
+	if !s.readable(w, r) {
 		return
 	}
 	id := r.PathValue("id")
-	a, ok := c.State().Allocation(id)
+	a, ok := s.store.State().Allocation(id)
 	if !ok {
 		writeError(w, allocNotFound(id))
 		return
@@ -170,9 +170,9 @@ func (c *Controller) handleAllocGet(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"allocation": allocView(&a, true)})
 }
 
-func (c *Controller) handleAllocRestart(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleAllocRestart(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	_, err := c.proposePayload(r.Context(), metadata.OpAllocRestart, metadata.AllocRestartRequest{ID: id, AtMS: time.Now().UnixMilli()})
+	_, err := s.store.ProposePayload(r.Context(), metadata.OpAllocRestart, metadata.AllocRestartRequest{ID: id, AtMS: time.Now().UnixMilli()})
 	switch {
 	case errors.Is(err, metadata.ErrAllocNotFound):
 		writeError(w, allocNotFound(id))
@@ -184,11 +184,11 @@ func (c *Controller) handleAllocRestart(w http.ResponseWriter, r *http.Request) 
 		writeError(w, err)
 		return
 	}
-	a, _ := c.State().Allocation(id)
+	a, _ := s.store.State().Allocation(id)
 	writeJSON(w, http.StatusOK, map[string]any{"allocation": allocView(&a, true)})
 }
 
-func (c *Controller) handleWorkerDrain(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleWorkerDrain(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if err := metadata.ValidateWorkerID(id); err != nil {
 		writeError(w, badRequest("%v", err))
@@ -211,7 +211,7 @@ func (c *Controller) handleWorkerDrain(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	drain := req.Drain == nil || *req.Drain
-	_, err = c.proposePayload(r.Context(), metadata.OpWorkerDrain, metadata.DrainRequest{Worker: id, Drain: drain, AtMS: time.Now().UnixMilli()})
+	_, err = s.store.ProposePayload(r.Context(), metadata.OpWorkerDrain, metadata.DrainRequest{Worker: id, Drain: drain, AtMS: time.Now().UnixMilli()})
 	if errors.Is(err, metadata.ErrWorkerNotFound) {
 		writeError(w, &apiError{Status: http.StatusNotFound, Code: "worker_not_found", Message: fmt.Sprintf("worker %q not found", id)})
 		return
@@ -220,6 +220,6 @@ func (c *Controller) handleWorkerDrain(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	wk, _ := c.State().Worker(id)
+	wk, _ := s.store.State().Worker(id)
 	writeJSON(w, http.StatusOK, map[string]any{"worker": id, "state": wk.State, "drain": wk.Drain})
 }

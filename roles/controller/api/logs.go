@@ -1,4 +1,4 @@
-package controller
+package api
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/corral-dev/corral/roles/controller/fault"
 	"github.com/corral-dev/corral/transport"
 )
 
@@ -17,7 +18,7 @@ const logPollEvery = 250 * time.Millisecond
 // handleAllocLogs streams an allocation's log, read from its worker over
 // the worker's session with the leader. Any controller answers: a
 // follower relays the leader's stream.
-func (c *Controller) handleAllocLogs(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleAllocLogs(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	stream := q.Get("stream")
 	if stream == "" {
@@ -38,11 +39,11 @@ func (c *Controller) handleAllocLogs(w http.ResponseWriter, r *http.Request) {
 		tail = n
 	}
 	id := r.PathValue("id")
-	if !c.isLeader.Load() {
-		c.relayToLeader(w, r)
+	if !s.cluster.IsLeader() {
+		s.relayToLeader(w, r)
 		return
 	}
-	a, ok := c.State().Allocation(id)
+	a, ok := s.store.State().Allocation(id)
 	if !ok {
 		writeError(w, allocNotFound(id))
 		return
@@ -51,7 +52,7 @@ func (c *Controller) handleAllocLogs(w http.ResponseWriter, r *http.Request) {
 	if tail >= 0 {
 		req.Offset, req.Tail = -1, uint64(tail)
 	}
-	d, err := c.workers.fetchLog(r.Context(), a.Worker, req)
+	d, err := s.workers.FetchLog(r.Context(), a.Worker, req)
 	if err == nil && d.Err != "" {
 		err = &apiError{Status: http.StatusNotFound, Code: "log_unavailable", Message: d.Err}
 	}
@@ -65,12 +66,12 @@ func (c *Controller) handleAllocLogs(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusOK)
-	c.copyLog(r.Context(), w, a.Worker, req, d, follow)
+	s.copyLog(r.Context(), w, a.Worker, req, d, follow)
 }
 
 // copyLog writes chunks until the log is read (or, following, until the
 // allocation ended and nothing more came, or the client left).
-func (c *Controller) copyLog(ctx context.Context, w http.ResponseWriter, worker string, req transport.LogRequest, d *transport.LogData, follow bool) {
+func (s *Server) copyLog(ctx context.Context, w http.ResponseWriter, worker string, req transport.LogRequest, d *transport.LogData, follow bool) {
 	flush := func() {
 		if f, ok := w.(http.Flusher); ok {
 			f.Flush()
@@ -90,9 +91,9 @@ func (c *Controller) copyLog(ctx context.Context, w http.ResponseWriter, worker 
 			if !follow {
 				return
 			}
-			if a, ok := c.State().Allocation(req.AllocID); !ok || a.State.Terminal() {
+			if a, ok := s.store.State().Allocation(req.AllocID); !ok || a.State.Terminal() {
 				// One more read catches what was written before the end.
-				if last, err := c.workers.fetchLog(ctx, worker, req); err == nil && len(last.Data) > 0 {
+				if last, err := s.workers.FetchLog(ctx, worker, req); err == nil && len(last.Data) > 0 {
 					_, _ = w.Write(last.Data)
 					flush()
 				}
@@ -105,7 +106,7 @@ func (c *Controller) copyLog(ctx context.Context, w http.ResponseWriter, worker 
 			}
 		}
 		var err error
-		if d, err = c.workers.fetchLog(ctx, worker, req); err != nil || d.Err != "" {
+		if d, err = s.workers.FetchLog(ctx, worker, req); err != nil || d.Err != "" {
 			return
 		}
 	}
@@ -113,11 +114,11 @@ func (c *Controller) copyLog(ctx context.Context, w http.ResponseWriter, worker 
 
 // relayToLeader forwards a GET to the leader and streams its answer back
 // as it comes (a followed log never ends by itself).
-func (c *Controller) relayToLeader(w http.ResponseWriter, r *http.Request) {
-	lead := c.leader.Load()
-	_, addr := c.memberAddress(lead)
+func (s *Server) relayToLeader(w http.ResponseWriter, r *http.Request) {
+	lead := s.cluster.LeaderID()
+	_, addr := s.cluster.MemberAddress(lead)
 	if lead == 0 || addr == "" || r.Header.Get(forwardedHeader) != "" {
-		writeError(w, ErrNoLeader)
+		writeError(w, fault.ErrNoLeader)
 		return
 	}
 	req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, "http://"+addr+r.URL.RequestURI(), nil)
@@ -125,7 +126,7 @@ func (c *Controller) relayToLeader(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	req.Header.Set(forwardedHeader, strconv.FormatUint(c.cfg.NodeID, 10))
+	req.Header.Set(forwardedHeader, strconv.FormatUint(s.cfg.NodeID, 10))
 	if a := r.Header.Get("Authorization"); a != "" {
 		req.Header.Set("Authorization", a)
 	}
@@ -151,7 +152,7 @@ func (c *Controller) relayToLeader(w http.ResponseWriter, r *http.Request) {
 		}
 		if err != nil {
 			if err != io.EOF {
-				c.log.Debug("log relay ended", "err", err)
+				s.log.Debug("log relay ended", "err", err)
 			}
 			return
 		}

@@ -1,4 +1,4 @@
-package controller
+package api
 
 import (
 	"context"
@@ -30,14 +30,14 @@ var uiPeerClient = &http.Client{Timeout: uiPeerTimeout}
 
 // registerUIRoutes adds the embedded dashboard (package web) under /ui/, the
 // redirect of / to it, and the live summary stream it reads.
-func (c *Controller) registerUIRoutes(mux *http.ServeMux) {
+func (s *Server) registerUIRoutes(mux *http.ServeMux) {
 	mux.Handle("GET "+web.Prefix, web.Handler())
 	// "/{$}" matches only "/", so every other unknown path still reaches
 	// the JSON 404 catch-all. ServeMux itself redirects "/ui" to "/ui/".
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, web.Prefix, http.StatusFound)
 	})
-	mux.HandleFunc("GET /v1/events", c.handleEvents)
+	mux.HandleFunc("GET /v1/events", s.handleEvents)
 }
 
 // uiSummary is one "summary" event: what the overview page shows, in one
@@ -54,7 +54,7 @@ type uiSummary struct {
 	// list every allocation.
 	Allocations map[string]int `json:"allocations"`
 	// LeaderChanges this controller saw in the last hour.
-	LeaderChanges []leaderChange `json:"leader_changes"`
+	LeaderChanges []LeaderChange `json:"leader_changes"`
 	// Figures are this controller's counters and histogram sums the charts
 	// turn into rates (see uiFigureNames).
 	Figures map[string]float64 `json:"figures"`
@@ -105,9 +105,9 @@ var uiFigureMax = map[string]bool{"corral_transport_peer_rtt_seconds": true}
 // "summary" event every second until the client goes away or the
 // controller stops. With ?once=true it answers one summary as JSON, without
 // peers (controllers use it to ask each other).
-func (c *Controller) handleEvents(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Query().Get("once") == "true" {
-		writeJSON(w, http.StatusOK, c.summary(r.Context(), "", false))
+		writeJSON(w, http.StatusOK, s.summary(r.Context(), "", false))
 		return
 	}
 	rc := http.NewResponseController(w)
@@ -138,7 +138,7 @@ func (c *Controller) handleEvents(w http.ResponseWriter, r *http.Request) {
 	next := time.Now()
 	for {
 		if !time.Now().Before(next) {
-			b, err := json.Marshal(c.summary(r.Context(), auth, true))
+			b, err := json.Marshal(s.summary(r.Context(), auth, true))
 			if err != nil {
 				return
 			}
@@ -150,10 +150,10 @@ func (c *Controller) handleEvents(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
 			return
-		case <-c.stopc:
+		case <-s.stopc:
 			return
 		case <-poll.C:
-			if c.uiStopping() {
+			if s.uiStopping() {
 				return
 			}
 		}
@@ -161,50 +161,50 @@ func (c *Controller) handleEvents(w http.ResponseWriter, r *http.Request) {
 }
 
 // uiStopping reports whether Close has begun (it closes the hub first).
-func (c *Controller) uiStopping() bool {
-	c.hub.mu.Lock()
-	defer c.hub.mu.Unlock()
-	return c.hub.closed
-}
+func (s *Server) uiStopping() bool { return s.hub.Closed() }
 
 // summary builds one summary from the same views GET /v1/cluster and
 // /v1/workers answer with; withPeers adds every member's own report.
-func (c *Controller) summary(ctx context.Context, auth string, withPeers bool) uiSummary {
+func (s *Server) summary(ctx context.Context, auth string, withPeers bool) uiSummary {
 	now := time.Now()
-	cw := clusterWithWorkers{clusterJSON: c.clusterView(), PID: os.Getpid(), Workers: c.WorkerCounts(now)}
-	st := c.State()
-	s := uiSummary{
-		At: now.UTC().Format(time.RFC3339Nano), NodeID: c.cfg.NodeID, LeaderID: cw.LeaderID, Term: cw.Term,
-		Cluster: cw, Workers: cw.Workers, Figures: c.figures(),
-		Counts:      uiCounts{Keys: st.Count(), Leases: st.LeaseCount(), Revision: st.Revision(), Watchers: c.hub.watchers()},
-		Allocations: map[string]int{}, LeaderChanges: c.leaders.lastHour(now),
+	cw := clusterWithWorkers{ClusterInfo: s.cluster.View(), PID: os.Getpid(), Workers: s.workers.WorkerCounts(now)}
+	st := s.store.State()
+	sum := uiSummary{
+		At: now.UTC().Format(time.RFC3339Nano), NodeID: s.cfg.NodeID, LeaderID: cw.LeaderID, Term: cw.Term,
+		Cluster: cw, Workers: cw.Workers, Figures: s.figures(),
+		Counts:      uiCounts{Keys: st.Count(), Leases: st.LeaseCount(), Revision: st.Revision(), Watchers: s.hub.Watchers()},
+		Allocations: map[string]int{}, LeaderChanges: s.cluster.LeaderChanges(now),
 	}
 	for state, n := range st.AllocCounts() {
-		s.Allocations[string(state)] = n
+		sum.Allocations[string(state)] = n
 	}
 	if withPeers {
-		s.Peers = c.peerSummaries(ctx, auth, s)
+		sum.Peers = s.peerSummaries(ctx, auth, sum)
 	}
-	return s
+	return sum
 }
 
 // peerSummaries asks every other member for its own summary, concurrently
 // and bounded by uiPeerTimeout, so the page sees each controller's commit
 // and applied index and whom it believes leads.
-func (c *Controller) peerSummaries(ctx context.Context, auth string, self uiSummary) []uiPeer {
-	voters, learners := c.members()
-	ids := append(sortedKeys(voters), sortedKeys(learners)...)
+func (s *Server) peerSummaries(ctx context.Context, auth string, self uiSummary) []uiPeer {
+	voterIDs, learnerIDs := s.cluster.Members()
+	voters := map[uint64]bool{}
+	for _, id := range voterIDs {
+		voters[id] = true
+	}
+	ids := append(append([]uint64{}, voterIDs...), learnerIDs...)
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	out := make([]uiPeer, len(ids))
 	var wg sync.WaitGroup
 	for i, id := range ids {
-		addr, httpAddr := c.memberAddress(id)
+		addr, httpAddr := s.cluster.MemberAddress(id)
 		p := uiPeer{ID: id, Address: addr, HTTPAddress: httpAddr, Voter: voters[id]}
-		if id == c.cfg.NodeID {
+		if id == s.cfg.NodeID {
 			p.Up, p.LeaderID, p.Term = true, self.LeaderID, self.Term
 			p.CommitIndex, p.AppliedIndex, p.Figures = self.Cluster.CommitIndex, self.Cluster.AppliedIndex, self.Figures
 			if p.HTTPAddress == "" {
-				p.HTTPAddress = c.HTTPAddr()
+				p.HTTPAddress = s.Addr()
 			}
 			out[i] = p
 			continue
@@ -217,14 +217,14 @@ func (c *Controller) peerSummaries(ctx context.Context, auth string, self uiSumm
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out[i] = c.askPeer(ctx, auth, p)
+			out[i] = s.askPeer(ctx, auth, p)
 		}()
 	}
 	wg.Wait()
 	return out
 }
 
-func (c *Controller) askPeer(ctx context.Context, auth string, p uiPeer) uiPeer {
+func (s *Server) askPeer(ctx context.Context, auth string, p uiPeer) uiPeer {
 	ctx, cancel := context.WithTimeout(ctx, uiPeerTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.HTTPAddress+"/v1/events?once=true", nil)
@@ -232,7 +232,7 @@ func (c *Controller) askPeer(ctx context.Context, auth string, p uiPeer) uiPeer 
 		p.Error = err.Error()
 		return p
 	}
-	req.Header.Set(forwardedHeader, strconv.FormatUint(c.cfg.NodeID, 10))
+	req.Header.Set(forwardedHeader, strconv.FormatUint(s.cfg.NodeID, 10))
 	if auth != "" {
 		req.Header.Set("Authorization", auth)
 	}
@@ -246,21 +246,21 @@ func (c *Controller) askPeer(ctx context.Context, auth string, p uiPeer) uiPeer 
 		p.Error = fmt.Sprintf("HTTP %d", resp.StatusCode)
 		return p
 	}
-	var s uiSummary
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&s); err != nil {
+	var sum uiSummary
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&sum); err != nil {
 		p.Error = "bad summary: " + err.Error()
 		return p
 	}
-	p.Up, p.LeaderID, p.Term = true, s.LeaderID, s.Term
-	p.CommitIndex, p.AppliedIndex, p.Figures = s.Cluster.CommitIndex, s.Cluster.AppliedIndex, s.Figures
+	p.Up, p.LeaderID, p.Term = true, sum.LeaderID, sum.Term
+	p.CommitIndex, p.AppliedIndex, p.Figures = sum.Cluster.CommitIndex, sum.Cluster.AppliedIndex, sum.Figures
 	return p
 }
 
 // figures reads uiFigureNames from this controller's registry by name, so
 // the summary follows whatever the metrics code registers.
-func (c *Controller) figures() map[string]float64 {
+func (s *Server) figures() map[string]float64 {
 	out := map[string]float64{}
-	mfs, err := c.reg.Gather()
+	mfs, err := s.cfg.Registry.Gather()
 	if err != nil && len(mfs) == 0 {
 		return out
 	}

@@ -1,4 +1,4 @@
-package controller
+package api
 
 import (
 	"encoding/base64"
@@ -72,9 +72,9 @@ func putArgs(r *http.Request) (prev int64, hasPrev bool, val []byte, err error) 
 	return prev, hasPrev, val, err
 }
 
-func (c *Controller) handlePut(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handlePut(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Query().Has("lease") {
-		c.handlePutLease(w, r) // ephemeral key (http_coord.go)
+		s.handlePutLease(w, r) // ephemeral key (http_coord.go)
 		return
 	}
 	key := r.PathValue("key")
@@ -87,7 +87,7 @@ func (c *Controller) handlePut(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	res, err := c.Propose(r.Context(), &metadata.Command{
+	res, err := s.store.Propose(r.Context(), &metadata.Command{
 		Op: metadata.OpPut, Key: key, Value: val, PrevRevision: prev, HasPrev: hasPrev})
 	if err == nil {
 		err = res.Err
@@ -99,13 +99,13 @@ func (c *Controller) handlePut(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]int64{"revision": res.Revision})
 }
 
-func (c *Controller) handleDelete(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 	key := r.PathValue("key")
 	if err := writableKey(key); err != nil {
 		writeError(w, err)
 		return
 	}
-	res, err := c.Propose(r.Context(), &metadata.Command{Op: metadata.OpDelete, Key: key})
+	res, err := s.store.Propose(r.Context(), &metadata.Command{Op: metadata.OpDelete, Key: key})
 	if err == nil {
 		err = res.Err
 	}
@@ -130,7 +130,7 @@ func kvError(err error) error {
 	return err
 }
 
-func (c *Controller) handleGet(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 	key := r.PathValue("key")
 	q := r.URL.Query()
 	prefix := q.Get("prefix") == "true"
@@ -147,7 +147,7 @@ func (c *Controller) handleGet(w http.ResponseWriter, r *http.Request) {
 	}
 	switch cons := q.Get("consistency"); cons {
 	case "", "linearizable":
-		if err := c.linearizableRead(r.Context()); err != nil {
+		if err := s.store.LinearizableRead(r.Context()); err != nil {
 			writeError(w, err)
 			return
 		}
@@ -156,7 +156,7 @@ func (c *Controller) handleGet(w http.ResponseWriter, r *http.Request) {
 		writeError(w, badRequest("consistency must be linearizable or serializable, got %q", cons))
 		return
 	}
-	st := c.state.Load()
+	st := s.store.State()
 	if prefix {
 		limit, _, err := queryInt(r, "limit")
 		if err != nil {

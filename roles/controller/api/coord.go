@@ -1,4 +1,4 @@
-package controller
+package api
 
 import (
 	"context"
@@ -31,23 +31,23 @@ const (
 	WorkerService = "corral-worker"
 )
 
-func (c *Controller) registerCoordRoutes(mux *http.ServeMux) {
-	mux.HandleFunc("POST /v1/leases", c.handleLeaseGrant)
-	mux.HandleFunc("POST /v1/leases/keepalive", c.leaderOnly(c.handleKeepAliveBatch))
-	mux.HandleFunc("POST /v1/leases/keepalive/stream", c.handleKeepAliveStream)
-	mux.HandleFunc("POST /v1/leases/{id}/keepalive", c.leaderOnly(c.handleKeepAlive))
-	mux.HandleFunc("GET /v1/leases/{id}", c.leaderOnly(c.handleLeaseGet))
-	mux.HandleFunc("DELETE /v1/leases/{id}", c.handleLeaseRevoke)
-	mux.HandleFunc("GET /v1/watch/{prefix...}", c.handleWatch)
-	mux.HandleFunc("POST /v1/locks/{name}", c.handleLockAcquire(lockPrefix))
-	mux.HandleFunc("DELETE /v1/locks/{name}", c.handleLockRelease(lockPrefix))
-	mux.HandleFunc("GET /v1/locks/{name}", c.handleLockGet(lockPrefix))
-	mux.HandleFunc("POST /v1/elections/{name}/campaign", c.handleLockAcquire(electionPrefix))
-	mux.HandleFunc("POST /v1/elections/{name}/resign", c.handleLockRelease(electionPrefix))
-	mux.HandleFunc("GET /v1/elections/{name}", c.handleLockGet(electionPrefix))
-	mux.HandleFunc("PUT /v1/services/{name}/{instance}", c.handleServicePut)
-	mux.HandleFunc("DELETE /v1/services/{name}/{instance}", c.handleServiceDelete)
-	mux.HandleFunc("GET /v1/services/{name}", c.handleServiceList)
+func (s *Server) registerCoordRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("POST /v1/leases", s.handleLeaseGrant)
+	mux.HandleFunc("POST /v1/leases/keepalive", s.leaderOnly(s.handleKeepAliveBatch))
+	mux.HandleFunc("POST /v1/leases/keepalive/stream", s.handleKeepAliveStream)
+	mux.HandleFunc("POST /v1/leases/{id}/keepalive", s.leaderOnly(s.handleKeepAlive))
+	mux.HandleFunc("GET /v1/leases/{id}", s.leaderOnly(s.handleLeaseGet))
+	mux.HandleFunc("DELETE /v1/leases/{id}", s.handleLeaseRevoke)
+	mux.HandleFunc("GET /v1/watch/{prefix...}", s.handleWatch)
+	mux.HandleFunc("POST /v1/locks/{name}", s.handleLockAcquire(lockPrefix))
+	mux.HandleFunc("DELETE /v1/locks/{name}", s.handleLockRelease(lockPrefix))
+	mux.HandleFunc("GET /v1/locks/{name}", s.handleLockGet(lockPrefix))
+	mux.HandleFunc("POST /v1/elections/{name}/campaign", s.handleLockAcquire(electionPrefix))
+	mux.HandleFunc("POST /v1/elections/{name}/resign", s.handleLockRelease(electionPrefix))
+	mux.HandleFunc("GET /v1/elections/{name}", s.handleLockGet(electionPrefix))
+	mux.HandleFunc("PUT /v1/services/{name}/{instance}", s.handleServicePut)
+	mux.HandleFunc("DELETE /v1/services/{name}/{instance}", s.handleServiceDelete)
+	mux.HandleFunc("GET /v1/services/{name}", s.handleServiceList)
 }
 
 // coordError maps state-machine refusals of coordination ops to answers.
@@ -61,12 +61,12 @@ func coordError(err error) error {
 	return kvError(err)
 }
 
-func (c *Controller) proposeCoord(ctx context.Context, op metadata.Op, key string, p any) (metadata.Result, error) {
+func (s *Server) proposeCoord(ctx context.Context, op metadata.Op, key string, p any) (metadata.Result, error) {
 	cmd, err := metadata.NewCoordCommand(op, key, p)
 	if err != nil {
 		return metadata.Result{}, err
 	}
-	res, err := c.Propose(ctx, cmd)
+	res, err := s.store.Propose(ctx, cmd)
 	if err == nil {
 		err = res.Err
 	}
@@ -101,11 +101,20 @@ type leaseJSON struct {
 	Locks       []string `json:"locks,omitempty"`
 }
 
+// leasesOut renders the leases a keep-alive found alive.
+func leasesOut(alive []LeaseTTL) []leaseJSON {
+	out := make([]leaseJSON, 0, len(alive))
+	for _, l := range alive {
+		out = append(out, leaseOut(l.ID, l.TTLMS))
+	}
+	return out
+}
+
 func leaseOut(id, ttlMS int64) leaseJSON {
 	return leaseJSON{ID: id, TTLMS: ttlMS, TTL: (time.Duration(ttlMS) * time.Millisecond).String()}
 }
 
-func (c *Controller) handleLeaseGrant(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleLeaseGrant(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		TTL string `json:"ttl"`
 	}
@@ -124,7 +133,7 @@ func (c *Controller) handleLeaseGrant(w http.ResponseWriter, r *http.Request) {
 		writeError(w, badRequest("ttl %s is outside [%s, %s]", ttl, metadata.MinLeaseTTLMS*time.Millisecond, metadata.MaxLeaseTTLMS*time.Millisecond))
 		return
 	}
-	res, err := c.proposeCoord(r.Context(), metadata.OpLeaseGrant, "", metadata.LeaseGrantPayload{TTLMS: ttl.Milliseconds()})
+	res, err := s.proposeCoord(r.Context(), metadata.OpLeaseGrant, "", metadata.LeaseGrantPayload{TTLMS: ttl.Milliseconds()})
 	if err != nil {
 		writeError(w, err)
 		return
@@ -133,13 +142,13 @@ func (c *Controller) handleLeaseGrant(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, leaseOut(g.ID, g.TTLMS))
 }
 
-func (c *Controller) handleLeaseRevoke(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleLeaseRevoke(w http.ResponseWriter, r *http.Request) {
 	id, err := parseLeaseID(r.PathValue("id"), "lease id")
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	res, err := c.proposeCoord(r.Context(), metadata.OpLeaseRevoke, "", metadata.LeaseRevokePayload{IDs: []int64{id}})
+	res, err := s.proposeCoord(r.Context(), metadata.OpLeaseRevoke, "", metadata.LeaseRevokePayload{IDs: []int64{id}})
 	if err != nil {
 		writeError(w, err)
 		return
@@ -147,40 +156,13 @@ func (c *Controller) handleLeaseRevoke(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]int64{"revision": res.Revision, "deleted": res.Deleted})
 }
 
-// keepAlive refreshes leases on the leader. The deadline counts from before
-// the leadership check (a ReadIndex round), so a deposed leader's answer can
-// never promise more than its successor's reset (now + TTL) grants.
-func (c *Controller) keepAlive(ctx context.Context, ids []int64) (alive []leaseJSON, missing []int64, err error) {
-	start := time.Now()
-	if err := c.linearizableRead(ctx); err != nil {
-		return nil, nil, err
-	}
-	st := c.state.Load()
-	for _, id := range ids {
-		l, ok := st.Lease(id)
-		if !ok {
-			missing = append(missing, id)
-			continue
-		}
-		switch err := c.lessor.refresh(id, time.Duration(l.TTLMS)*time.Millisecond, start); {
-		case errors.Is(err, errLeaseExpiring):
-			missing = append(missing, id)
-			continue
-		case err != nil:
-			return nil, nil, err
-		}
-		alive = append(alive, leaseOut(id, l.TTLMS))
-	}
-	return alive, missing, nil
-}
-
-func (c *Controller) handleKeepAlive(w http.ResponseWriter, r *http.Request, _ []byte) {
+func (s *Server) handleKeepAlive(w http.ResponseWriter, r *http.Request, _ []byte) {
 	id, err := parseLeaseID(r.PathValue("id"), "lease id")
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	alive, _, err := c.keepAlive(r.Context(), []int64{id})
+	alive, _, err := s.coord.KeepAlive(r.Context(), []int64{id})
 	if err != nil {
 		writeError(w, err)
 		return
@@ -190,10 +172,10 @@ func (c *Controller) handleKeepAlive(w http.ResponseWriter, r *http.Request, _ [
 			Message: fmt.Sprintf("lease %d not found (expired or revoked)", id)})
 		return
 	}
-	writeJSON(w, http.StatusOK, alive[0])
+	writeJSON(w, http.StatusOK, leaseOut(alive[0].ID, alive[0].TTLMS))
 }
 
-func (c *Controller) handleKeepAliveBatch(w http.ResponseWriter, r *http.Request, body []byte) {
+func (s *Server) handleKeepAliveBatch(w http.ResponseWriter, r *http.Request, body []byte) {
 	var in struct {
 		IDs []int64 `json:"ids"`
 	}
@@ -207,31 +189,29 @@ func (c *Controller) handleKeepAliveBatch(w http.ResponseWriter, r *http.Request
 		writeError(w, badRequest("ids must name 1 to %d leases, got %d", MaxKeepAliveBatch, len(in.IDs)))
 		return
 	}
-	alive, missing, err := c.keepAlive(r.Context(), in.IDs)
+	alive, missing, err := s.coord.KeepAlive(r.Context(), in.IDs)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	if alive == nil {
-		alive = []leaseJSON{}
-	}
+
 	if missing == nil {
 		missing = []int64{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"leases": alive, "not_found": missing})
+	writeJSON(w, http.StatusOK, map[string]any{"leases": leasesOut(alive), "not_found": missing})
 }
 
-func (c *Controller) handleLeaseGet(w http.ResponseWriter, r *http.Request, _ []byte) {
+func (s *Server) handleLeaseGet(w http.ResponseWriter, r *http.Request, _ []byte) {
 	id, err := parseLeaseID(r.PathValue("id"), "lease id")
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	if err := c.linearizableRead(r.Context()); err != nil {
+	if err := s.store.LinearizableRead(r.Context()); err != nil {
 		writeError(w, err)
 		return
 	}
-	l, ok := c.state.Load().Lease(id)
+	l, ok := s.store.State().Lease(id)
 	if !ok {
 		writeError(w, &apiError{Status: http.StatusNotFound, Code: "lease_not_found",
 			Message: fmt.Sprintf("lease %d not found (expired or revoked)", id)})
@@ -239,7 +219,7 @@ func (c *Controller) handleLeaseGet(w http.ResponseWriter, r *http.Request, _ []
 	}
 	out := leaseOut(id, l.TTLMS)
 	out.Keys, out.Locks = l.Keys, l.Locks
-	if rem, ok := c.lessor.remaining(id, time.Duration(l.TTLMS)*time.Millisecond); ok {
+	if rem, ok := s.coord.LeaseRemaining(id, time.Duration(l.TTLMS)*time.Millisecond); ok {
 		ms := rem.Milliseconds()
 		out.RemainingMS = &ms
 	}
@@ -247,7 +227,7 @@ func (c *Controller) handleLeaseGet(w http.ResponseWriter, r *http.Request, _ []
 }
 
 // handlePutLease is PUT /v1/kv/{key}?lease=ID (handlePut hands it over).
-func (c *Controller) handlePutLease(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handlePutLease(w http.ResponseWriter, r *http.Request) {
 	key := r.PathValue("key")
 	if err := writableKey(key); err != nil {
 		writeError(w, err)
@@ -269,7 +249,7 @@ func (c *Controller) handlePutLease(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cmd.PrevRevision, cmd.HasPrev = prev, hasPrev
-	res, err := c.Propose(r.Context(), cmd)
+	res, err := s.store.Propose(r.Context(), cmd)
 	if err == nil {
 		err = res.Err
 	}
@@ -334,7 +314,7 @@ type lockJSON struct {
 // lease alive. If wait elapses first, the handler commits its own dequeue
 // (waiting_only): if the grant committed before that, the lease holds the
 // lock and the answer is 200 with the token, otherwise 409 lock_busy.
-func (c *Controller) handleLockAcquire(prefix string) http.HandlerFunc {
+func (s *Server) handleLockAcquire(prefix string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		name := r.PathValue("name")
 		if err := validName(name, "name"); err != nil {
@@ -361,16 +341,16 @@ func (c *Controller) handleLockAcquire(prefix string) http.HandlerFunc {
 			return
 		}
 		key := prefix + name
-		res, err := c.proposeCoord(r.Context(), metadata.OpLockAcquire, key, metadata.LockPayload{Lease: lease, Owner: owner, NoWait: wait == 0})
+		res, err := s.proposeCoord(r.Context(), metadata.OpLockAcquire, key, metadata.LockPayload{Lease: lease, Owner: owner, NoWait: wait == 0})
 		if err != nil {
 			writeError(w, err)
 			return
 		}
 		st := res.Out.(metadata.LockStatus)
 		if !st.Held && wait > 0 {
-			st, err = c.awaitLock(r.Context(), key, lease, wait)
+			st, err = s.coord.AwaitLock(r.Context(), key, lease, wait)
 			if err != nil {
-				writeError(w, err)
+				writeError(w, coordError(err))
 				return
 			}
 		}
@@ -387,42 +367,7 @@ func (c *Controller) handleLockAcquire(prefix string) http.HandlerFunc {
 	}
 }
 
-// awaitLock waits for the grant of key to lease on the local state, then
-// gives up by committing a waiting-only release.
-func (c *Controller) awaitLock(ctx context.Context, key string, lease int64, wait time.Duration) (metadata.LockStatus, error) {
-	tctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	for {
-		_, changed := c.applied.get()
-		st := c.state.Load()
-		if lk, _ := st.LockState(key); lk.Holder != nil && lk.Holder.Lease == lease {
-			return metadata.LockStatus{Held: true, Token: lk.Holder.Token}, nil
-		}
-		if _, ok := st.Lease(lease); !ok {
-			return metadata.LockStatus{}, &apiError{Status: http.StatusNotFound, Code: "lease_not_found",
-				Message: fmt.Sprintf("lease %d ended while waiting for the lock", lease)}
-		}
-		select {
-		case <-changed:
-			continue
-		case <-tctx.Done():
-		case <-c.stopc:
-			return metadata.LockStatus{}, ErrStopped
-		}
-		break
-	}
-	// Give up: the dequeue commits after any grant already in the log, so
-	// its answer is the final word.
-	gctx, gcancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.RequestTimeout)
-	defer gcancel()
-	res, err := c.proposeCoord(gctx, metadata.OpLockRelease, key, metadata.LockPayload{Lease: lease, WaitingOnly: true})
-	if err != nil {
-		return metadata.LockStatus{}, err
-	}
-	return res.Out.(metadata.LockStatus), nil
-}
-
-func (c *Controller) handleLockRelease(prefix string) http.HandlerFunc {
+func (s *Server) handleLockRelease(prefix string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		name := r.PathValue("name")
 		if err := validName(name, "name"); err != nil {
@@ -434,7 +379,7 @@ func (c *Controller) handleLockRelease(prefix string) http.HandlerFunc {
 			writeError(w, err)
 			return
 		}
-		res, err := c.proposeCoord(r.Context(), metadata.OpLockRelease, prefix+name, metadata.LockPayload{Lease: lease})
+		res, err := s.proposeCoord(r.Context(), metadata.OpLockRelease, prefix+name, metadata.LockPayload{Lease: lease})
 		if err != nil {
 			writeError(w, err)
 			return
@@ -446,18 +391,18 @@ func (c *Controller) handleLockRelease(prefix string) http.HandlerFunc {
 // handleLockGet is GET /v1/locks/{name} and GET /v1/elections/{name}
 // (linearizable): the holder (for elections: the leader, with its fencing
 // token as the epoch) and the queue.
-func (c *Controller) handleLockGet(prefix string) http.HandlerFunc {
+func (s *Server) handleLockGet(prefix string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		name := r.PathValue("name")
 		if err := validName(name, "name"); err != nil {
 			writeError(w, err)
 			return
 		}
-		if err := c.linearizableRead(r.Context()); err != nil {
+		if err := s.store.LinearizableRead(r.Context()); err != nil {
 			writeError(w, err)
 			return
 		}
-		st := c.state.Load()
+		st := s.store.State()
 		lk, _ := st.LockState(prefix + name)
 		out := lockJSON{Name: name, Key: prefix + name, Holder: lk.Holder, Waiters: lk.Waiters, Revision: st.Revision()}
 		if lk.Holder != nil {
@@ -481,7 +426,7 @@ type ServiceInstance struct {
 	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
-func (c *Controller) handleServicePut(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleServicePut(w http.ResponseWriter, r *http.Request) {
 	name, inst := r.PathValue("name"), r.PathValue("instance")
 	for _, v := range [][2]string{{name, "service name"}, {inst, "instance"}} {
 		if err := validName(v[0], v[1]); err != nil {
@@ -506,7 +451,7 @@ func (c *Controller) handleServicePut(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	val, _ := json.Marshal(in)
-	res, err := c.proposeCoord(r.Context(), metadata.OpPutLease, servicePrefix+name+"/"+inst,
+	res, err := s.proposeCoord(r.Context(), metadata.OpPutLease, servicePrefix+name+"/"+inst,
 		metadata.PutLeasePayload{Value: val, Lease: lease, System: true})
 	if err != nil {
 		writeError(w, err)
@@ -515,7 +460,7 @@ func (c *Controller) handleServicePut(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]int64{"revision": res.Revision})
 }
 
-func (c *Controller) handleServiceDelete(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleServiceDelete(w http.ResponseWriter, r *http.Request) {
 	name, inst := r.PathValue("name"), r.PathValue("instance")
 	for _, v := range [][2]string{{name, "service name"}, {inst, "instance"}} {
 		if err := validName(v[0], v[1]); err != nil {
@@ -523,7 +468,7 @@ func (c *Controller) handleServiceDelete(w http.ResponseWriter, r *http.Request)
 			return
 		}
 	}
-	res, err := c.proposeCoord(r.Context(), metadata.OpDeleteSystem, servicePrefix+name+"/"+inst, struct{}{})
+	res, err := s.proposeCoord(r.Context(), metadata.OpDeleteSystem, servicePrefix+name+"/"+inst, struct{}{})
 	if err != nil {
 		writeError(w, err)
 		return
@@ -540,25 +485,25 @@ type instanceJSON struct {
 	ModRevision int64 `json:"mod_revision,omitempty"`
 	// Worker is set for instances of corral-worker: the worker registry's
 	// view, with the load of its last heartbeat (null if unknown).
-	Worker *workerJSON `json:"worker,omitempty"`
+	Worker *WorkerInfo `json:"worker,omitempty"`
 }
 
-func (c *Controller) handleServiceList(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleServiceList(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	if err := validName(name, "service name"); err != nil {
 		writeError(w, err)
 		return
 	}
-	if name == WorkerService && !c.isLeader.Load() && r.Header.Get(forwardedHeader) == "" {
+	if name == WorkerService && !s.cluster.IsLeader() && r.Header.Get(forwardedHeader) == "" {
 		// Worker load is known only to the leader.
-		c.forwardToLeader(w, r, nil)
+		s.forwardToLeader(w, r, nil)
 		return
 	}
-	if err := c.linearizableRead(r.Context()); err != nil {
+	if err := s.store.LinearizableRead(r.Context()); err != nil {
 		writeError(w, err)
 		return
 	}
-	st := c.state.Load()
+	st := s.store.State()
 	out := []instanceJSON{}
 	prefix := servicePrefix + name + "/"
 	for _, kv := range st.Range(prefix, 0) {
@@ -568,7 +513,7 @@ func (c *Controller) handleServiceList(w http.ResponseWriter, r *http.Request) {
 			Metadata: si.Metadata, Lease: st.KeyLease(kv.Key), ModRevision: kv.ModRevision})
 	}
 	if name == WorkerService {
-		out = append(out, c.workerInstances()...)
+		out = append(out, s.workerInstances()...)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"service": name, "instances": out, "revision": st.Revision()})
 }
@@ -576,9 +521,9 @@ func (c *Controller) handleServiceList(w http.ResponseWriter, r *http.Request) {
 // workerInstances lists the alive (including suspect: alive but late)
 // workers of the worker registry as instances of corral-worker, with their
 // load (http_workers.go's view).
-func (c *Controller) workerInstances() []instanceJSON {
+func (s *Server) workerInstances() []instanceJSON {
 	var out []instanceJSON
-	for _, wk := range c.workerView(time.Now()).Workers {
+	for _, wk := range s.workers.Workers(time.Now()).Workers {
 		if wk.State != string(metadata.WorkerAlive) && wk.State != "suspect" {
 			continue
 		}

@@ -1,4 +1,4 @@
-package controller
+package api
 
 import (
 	"github.com/corral-dev/corral/metadata"
@@ -52,10 +52,10 @@ type allocEventJSON struct {
 func allocView(a *metadata.Allocation, history bool) allocJSON {
 	v := allocJSON{ID: a.ID, Job: a.Job, JobVersion: a.JobVersion, Worker: a.Worker, Epoch: a.WorkerEpoch, State: a.State,
 		Desired: a.Desired, ExitCode: a.ExitCode, Restarts: a.Restarts, Message: a.Message,
-		CreatedAt: msTime(a.CreatedAtMS), StartedAt: msTime(a.StartedAtMS), EndedAt: msTime(a.EndedAtMS)}
+		CreatedAt: FormatMS(a.CreatedAtMS), StartedAt: FormatMS(a.StartedAtMS), EndedAt: FormatMS(a.EndedAtMS)}
 	if history {
 		for _, e := range a.History {
-			v.History = append(v.History, allocEventJSON{State: e.State, At: msTime(e.AtMS), Message: e.Message})
+			v.History = append(v.History, allocEventJSON{State: e.State, At: FormatMS(e.AtMS), Message: e.Message})
 		}
 	}
 	return v
@@ -68,7 +68,7 @@ func allocView(a *metadata.Allocation, history bool) allocJSON {
 // "pending" otherwise (placing, starting, or waiting for room).
 func summarizeJob(j *metadata.Job, allocs []metadata.Allocation) jobJSON {
 	v := jobJSON{Name: j.Name, Type: j.Spec.Type, Version: j.Version, Count: j.Spec.Count, Allocations: map[string]int{},
-		Unplaced: j.Unplaced, Reason: j.Reason, SubmittedAt: msTime(j.SubmittedAtMS), Pending: j.Pending()}
+		Unplaced: j.Unplaced, Reason: j.Reason, SubmittedAt: FormatMS(j.SubmittedAtMS), Pending: j.Pending()}
 	var live, running, succeeded, failed int
 	for i := range allocs {
 		a := &allocs[i]
@@ -105,12 +105,12 @@ func summarizeJob(j *metadata.Job, allocs []metadata.Allocation) jobJSON {
 	return v
 }
 
-func (c *Controller) jobDetail(j *metadata.Job) jobJSON {
-	v := summarizeJob(j, c.State().Allocations(j.Name, ""))
+func (s *Server) jobDetail(j *metadata.Job) jobJSON {
+	v := summarizeJob(j, s.store.State().Allocations(j.Name, ""))
 	spec := j.Spec
 	v.Spec = &spec
 	for _, e := range j.Events {
-		v.Events = append(v.Events, jobEventJSON{At: msTime(e.AtMS), Message: e.Message})
+		v.Events = append(v.Events, jobEventJSON{At: FormatMS(e.AtMS), Message: e.Message})
 	}
 	return v
 }

@@ -1,4 +1,4 @@
-package controller
+package api
 
 import (
 	"encoding/base64"
@@ -12,8 +12,10 @@ import (
 // DefaultWatchProgress is how often an idle watch gets a progress line.
 const DefaultWatchProgress = 5 * time.Second
 
-// watchLine is one NDJSON line of a watch stream.
-type watchLine struct {
+// WatchLine is one NDJSON line of a watch stream.
+// WatchLine is one line of a watch stream (JSON lines): an event, a
+// progress mark or the error that ended it.
+type WatchLine struct {
 	Type           string `json:"type"` // put, delete, progress, error
 	Key            string `json:"key,omitempty"`
 	Value          string `json:"value,omitempty"`
@@ -31,8 +33,8 @@ type watchLine struct {
 	OldestRevision int64  `json:"oldest_revision,omitempty"`
 }
 
-func eventLine(ev metadata.Event, enc string) watchLine {
-	l := watchLine{Type: string(ev.Type), Key: ev.Key, CreateRevision: ev.CreateRevision,
+func eventLine(ev metadata.Event, enc string) WatchLine {
+	l := WatchLine{Type: string(ev.Type), Key: ev.Key, CreateRevision: ev.CreateRevision,
 		ModRevision: ev.ModRevision, Version: ev.Version, Lease: ev.Lease}
 	if enc == "base64" {
 		l.Value, l.Encoding = base64.StdEncoding.EncodeToString(ev.Value), "base64"
@@ -45,7 +47,7 @@ func eventLine(ev metadata.Event, enc string) watchLine {
 // handleWatch is GET /v1/watch/{prefix...}: an NDJSON stream of the puts
 // and deletes of keys under prefix from from_revision on, served from this
 // controller's applied state (see docs/API.md).
-func (c *Controller) handleWatch(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request) {
 	prefix := r.PathValue("prefix")
 	q := r.URL.Query()
 	from, _, err := queryInt(r, "from_revision")
@@ -72,16 +74,16 @@ func (c *Controller) handleWatch(w http.ResponseWriter, r *http.Request) {
 		writeError(w, badRequest("streaming is not supported on this connection"))
 		return
 	}
-	wt, backlog, last, err := c.hub.subscribe(prefix, from)
+	wt, backlog, last, err := s.hub.Subscribe(prefix, from)
 	if err != nil {
-		if we, ok := err.(*watchError); ok {
+		if we, ok := err.(*WatchError); ok {
 			writeJSON(w, http.StatusGone, &watchErrorJSON{Message: we.Message, Code: we.Code, OldestRevision: we.Oldest})
 			return
 		}
 		writeError(w, err)
 		return
 	}
-	defer c.hub.unsubscribe(wt)
+	defer s.hub.Unsubscribe(wt)
 	if from == 0 {
 		from = last + 1
 	}
@@ -91,7 +93,7 @@ func (c *Controller) handleWatch(w http.ResponseWriter, r *http.Request) {
 	je := json.NewEncoder(w)
 	sent := from - 1 // every matching event up to sent was written
 	// The first line tells the client the watch is established.
-	if err := je.Encode(watchLine{Type: "progress", Revision: sent}); err != nil {
+	if err := je.Encode(WatchLine{Type: "progress", Revision: sent}); err != nil {
 		return
 	}
 	for _, ev := range backlog {
@@ -106,7 +108,7 @@ func (c *Controller) handleWatch(w http.ResponseWriter, r *http.Request) {
 	idle := true
 	for {
 		select {
-		case ev := <-wt.ch:
+		case ev := <-wt.Events():
 			if ev.ModRevision <= sent {
 				continue
 			}
@@ -116,8 +118,8 @@ func (c *Controller) handleWatch(w http.ResponseWriter, r *http.Request) {
 			sent = ev.ModRevision
 			idle = false
 			// Drain what is queued before flushing.
-			for len(wt.ch) > 0 {
-				ev := <-wt.ch
+			for len(wt.Events()) > 0 {
+				ev := <-wt.Events()
 				if ev.ModRevision > sent {
 					if err := je.Encode(eventLine(ev, enc)); err != nil {
 						return
@@ -131,23 +133,23 @@ func (c *Controller) handleWatch(w http.ResponseWriter, r *http.Request) {
 				idle = true
 				continue
 			}
-			if cur := c.hub.current(); len(wt.ch) == 0 {
-				if err := je.Encode(watchLine{Type: "progress", Revision: max(cur, sent)}); err != nil {
+			if cur := s.hub.Current(); len(wt.Events()) == 0 {
+				if err := je.Encode(WatchLine{Type: "progress", Revision: max(cur, sent)}); err != nil {
 					return
 				}
 				fl.Flush()
 			}
-		case <-wt.cut:
+		case <-wt.Cut():
 			// Deliver what is buffered, then the error.
-			for len(wt.ch) > 0 {
-				ev := <-wt.ch
+			for len(wt.Events()) > 0 {
+				ev := <-wt.Events()
 				if ev.ModRevision > sent {
 					_ = je.Encode(eventLine(ev, enc))
 					sent = ev.ModRevision
 				}
 			}
-			we, _ := wt.err.(*watchError)
-			line := watchLine{Type: "error", Error: wt.err.Error(), Code: "watch_cut", ResumeRevision: sent + 1}
+			we, _ := wt.Err().(*WatchError)
+			line := WatchLine{Type: "error", Error: wt.Err().Error(), Code: "watch_cut", ResumeRevision: sent + 1}
 			if we != nil {
 				line.Code = we.Code
 			}
@@ -156,7 +158,7 @@ func (c *Controller) handleWatch(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-r.Context().Done():
 			return
-		case <-c.stopc:
+		case <-s.stopc:
 			return
 		}
 	}

@@ -1,4 +1,4 @@
-package controller
+package api
 
 import (
 	"bufio"
@@ -17,11 +17,11 @@ const maxKeepAliveLine = 64 << 10
 // keep-alive semantics. Only the leader serves it (a follower answers 503
 // not_leader so the client reconnects elsewhere); the stream ends with an
 // error line when this controller stops leading or a line is malformed.
-func (c *Controller) handleKeepAliveStream(w http.ResponseWriter, r *http.Request) {
-	if !c.isLeader.Load() {
+func (s *Server) handleKeepAliveStream(w http.ResponseWriter, r *http.Request) {
+	if !s.cluster.IsLeader() {
 		msg := "keep-alive streams are served by the leader only; reconnect to another controller"
-		if lead := c.leader.Load(); lead != 0 {
-			if _, addr := c.memberAddress(lead); addr != "" {
+		if lead := s.cluster.LeaderID(); lead != 0 {
+			if _, addr := s.cluster.MemberAddress(lead); addr != "" {
 				msg = fmt.Sprintf("keep-alive streams are served by the leader only: reconnect to controller %d at http://%s", lead, addr)
 			}
 		}
@@ -56,18 +56,15 @@ func (c *Controller) handleKeepAliveStream(w http.ResponseWriter, r *http.Reques
 			fail(badRequest("ids must name 1 to %d leases, got %d", MaxKeepAliveBatch, len(in.IDs)))
 			return
 		}
-		alive, missing, err := c.keepAlive(r.Context(), in.IDs)
+		alive, missing, err := s.coord.KeepAlive(r.Context(), in.IDs)
 		if err != nil {
 			fail(err)
 			return
 		}
-		if alive == nil {
-			alive = []leaseJSON{}
-		}
 		if missing == nil {
 			missing = []int64{}
 		}
-		if err := enc.Encode(map[string]any{"leases": alive, "not_found": missing}); err != nil {
+		if err := enc.Encode(map[string]any{"leases": leasesOut(alive), "not_found": missing}); err != nil {
 			return
 		}
 		if err := rc.Flush(); err != nil {

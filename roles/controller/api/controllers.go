@@ -1,4 +1,4 @@
-package controller
+package api
 
 import (
 	"bytes"
@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/corral-dev/corral/roles/controller/fault"
 )
 
 // forwardedHeader marks a request a follower proxied to the leader, so a
@@ -18,30 +20,30 @@ const forwardedHeader = "X-Corral-Forwarded"
 
 // leaderOnly runs h on the leader; a follower proxies the request to the
 // leader's announced HTTP address, so operators can use any endpoint.
-func (c *Controller) leaderOnly(h func(http.ResponseWriter, *http.Request, []byte)) http.HandlerFunc {
+func (s *Server) leaderOnly(h func(http.ResponseWriter, *http.Request, []byte)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(io.LimitReader(r.Body, 64<<10))
 		if err != nil {
 			writeError(w, badRequest("read request body: %v", err))
 			return
 		}
-		if c.isLeader.Load() {
+		if s.cluster.IsLeader() {
 			h(w, r, body)
 			return
 		}
-		c.forwardToLeader(w, r, body)
+		s.forwardToLeader(w, r, body)
 	}
 }
 
-func (c *Controller) forwardToLeader(w http.ResponseWriter, r *http.Request, body []byte) {
-	lead := c.leader.Load()
+func (s *Server) forwardToLeader(w http.ResponseWriter, r *http.Request, body []byte) {
+	lead := s.cluster.LeaderID()
 	if lead == 0 {
-		writeError(w, ErrNoLeader)
+		writeError(w, fault.ErrNoLeader)
 		return
 	}
-	_, addr := c.memberAddress(lead)
-	if addr == "" || r.Header.Get(forwardedHeader) != "" || lead == c.cfg.NodeID {
-		writeError(w, errNotLeader)
+	_, addr := s.cluster.MemberAddress(lead)
+	if addr == "" || r.Header.Get(forwardedHeader) != "" || lead == s.cfg.NodeID {
+		writeError(w, fault.ErrNotLeader)
 		return
 	}
 	req, err := http.NewRequestWithContext(r.Context(), r.Method, "http://"+addr+r.URL.RequestURI(), bytes.NewReader(body))
@@ -49,12 +51,12 @@ func (c *Controller) forwardToLeader(w http.ResponseWriter, r *http.Request, bod
 		writeError(w, err)
 		return
 	}
-	req.Header.Set(forwardedHeader, strconv.FormatUint(c.cfg.NodeID, 10))
+	req.Header.Set(forwardedHeader, strconv.FormatUint(s.cfg.NodeID, 10))
 	if a := r.Header.Get("Authorization"); a != "" {
 		req.Header.Set("Authorization", a)
 	}
 	req.Header.Set("Content-Type", r.Header.Get("Content-Type"))
-	resp, err := (&http.Client{Timeout: 4 * c.cfg.RequestTimeout}).Do(req)
+	resp, err := (&http.Client{Timeout: 4 * s.cfg.RequestTimeout}).Do(req)
 	if err != nil {
 		writeError(w, &apiError{Status: http.StatusServiceUnavailable, Code: "not_leader",
 			Message: fmt.Sprintf("forward to leader %d at %s: %v; retry on another controller", lead, addr, err)})
@@ -68,23 +70,25 @@ func (c *Controller) forwardToLeader(w http.ResponseWriter, r *http.Request, bod
 
 // waitLeaderHTTP waits (bounded) until another controller leads and its
 // HTTP address is known, so a request can be replayed there.
-func (c *Controller) waitLeaderHTTP(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
+func (s *Server) waitLeaderHTTP(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 	defer cancel()
 	for ctx.Err() == nil {
-		if lead := c.leader.Load(); lead != 0 && lead != c.cfg.NodeID {
-			if _, addr := c.memberAddress(lead); addr != "" {
+		if lead := s.cluster.LeaderID(); lead != 0 && lead != s.cfg.NodeID {
+			if _, addr := s.cluster.MemberAddress(lead); addr != "" {
 				return
 			}
 		}
 		select {
 		case <-ctx.Done():
-		case <-time.After(c.cfg.TickInterval):
+		case <-time.After(s.cfg.TickInterval):
 		}
 	}
 }
 
-type controllerInfo struct {
+// ControllerInfo is one controller in the leader's replication view
+// (GET /v1/controllers).
+type ControllerInfo struct {
 	ID            uint64 `json:"id"`
 	Address       string `json:"address"`
 	HTTPAddress   string `json:"http_address,omitempty"`
@@ -96,52 +100,14 @@ type controllerInfo struct {
 	LastContactMS *int64 `json:"last_contact_ms,omitempty"`
 }
 
-// controllerList is the leader's replication view, in the style of
-// kafka-metadata-quorum describe --replication.
-func (c *Controller) controllerList() []controllerInfo {
-	status := c.node.Status()
-	last, _ := c.store.LastIndex()
-	voters, learners := c.members()
-	ids := append(sortedKeys(voters), sortedKeys(learners)...)
-	out := make([]controllerInfo, 0, len(ids))
-	for _, id := range ids {
-		addr, httpAddr := c.memberAddress(id)
-		ci := controllerInfo{ID: id, Address: addr, HTTPAddress: httpAddr, Voter: voters[id]}
-		switch {
-		case learners[id]:
-			ci.Role = "learner"
-		case id == status.Lead:
-			ci.Role = "leader"
-		default:
-			ci.Role = "follower"
-		}
-		if id == c.cfg.NodeID {
-			ci.MatchIndex, ci.Reachable = last, true
-			zero := int64(0)
-			ci.LastContactMS = &zero
-		} else {
-			ci.MatchIndex, ci.Reachable = status.Progress[id].Match, c.reachable(status, id)
-			if heard := c.heard.get(id); !heard.IsZero() {
-				ms := time.Since(heard).Milliseconds()
-				ci.LastContactMS = &ms
-			}
-		}
-		if last > ci.MatchIndex {
-			ci.Lag = last - ci.MatchIndex
-		}
-		out = append(out, ci)
-	}
-	return out
-}
-
-func (c *Controller) handleListControllers(w http.ResponseWriter, _ *http.Request, _ []byte) {
+func (s *Server) handleListControllers(w http.ResponseWriter, _ *http.Request, _ []byte) {
 	writeJSON(w, http.StatusOK, map[string]any{
-		"leader_id": c.cfg.NodeID, "term": c.term.Load(), "controllers": c.controllerList(),
-		"quorum": c.quorumHealth(),
+		"leader_id": s.cfg.NodeID, "term": s.cluster.Term(), "controllers": s.cluster.Controllers(),
+		"quorum": s.cluster.Quorum(),
 	})
 }
 
-func (c *Controller) handleAddController(w http.ResponseWriter, r *http.Request, body []byte) {
+func (s *Server) handleAddController(w http.ResponseWriter, r *http.Request, body []byte) {
 	var req struct {
 		ID      uint64 `json:"id"`
 		Address string `json:"address"`
@@ -152,7 +118,7 @@ func (c *Controller) handleAddController(w http.ResponseWriter, r *http.Request,
 		writeError(w, badRequest("body must be {\"id\": N, \"address\": \"HOST:PORT\"}: %v", err))
 		return
 	}
-	if err := c.AddController(r.Context(), req.ID, req.Address); err != nil {
+	if err := s.cluster.AddController(r.Context(), req.ID, req.Address); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -168,17 +134,17 @@ func pathID(r *http.Request) (uint64, error) {
 	return id, nil
 }
 
-func (c *Controller) handleRemoveController(w http.ResponseWriter, r *http.Request, body []byte) {
+func (s *Server) handleRemoveController(w http.ResponseWriter, r *http.Request, body []byte) {
 	id, err := pathID(r)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
 	force := r.URL.Query().Get("force") == "true"
-	err = c.RemoveController(r.Context(), id, force)
-	if errors.Is(err, errLeadershipMoved) {
-		c.waitLeaderHTTP(r.Context())
-		c.forwardToLeader(w, r, body)
+	err = s.cluster.RemoveController(r.Context(), id, force)
+	if errors.Is(err, fault.ErrLeadershipMoved) {
+		s.waitLeaderHTTP(r.Context())
+		s.forwardToLeader(w, r, body)
 		return
 	}
 	if err != nil {
@@ -188,21 +154,15 @@ func (c *Controller) handleRemoveController(w http.ResponseWriter, r *http.Reque
 	writeJSON(w, http.StatusOK, map[string]any{"removed": id})
 }
 
-func (c *Controller) handleTransferLeader(w http.ResponseWriter, r *http.Request, _ []byte) {
+func (s *Server) handleTransferLeader(w http.ResponseWriter, r *http.Request, _ []byte) {
 	id, err := pathID(r)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	if err := c.TransferLeader(r.Context(), id); err != nil {
+	if err := s.cluster.TransferLeader(r.Context(), id); err != nil {
 		writeError(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"leader_id": id})
-}
-
-// isVoter reports whether this controller votes in the current configuration.
-func (c *Controller) isVoter() bool {
-	voters, _ := c.members()
-	return voters[c.cfg.NodeID]
 }

@@ -1,0 +1,23 @@
+package api
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/corral-dev/corral/roles/backup"
+)
+
+func (s *Server) handleSnapshot(w http.ResponseWriter, r *http.Request) {
+	h, data, err := s.backups.SnapshotForBackup(r.Context())
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Disposition", "attachment; filename=corral-"+strconv.FormatUint(h.Index, 10)+".snap")
+	w.Header().Set("X-Corral-Snapshot-Index", strconv.FormatUint(h.Index, 10))
+	w.Header().Set("X-Corral-Snapshot-Term", strconv.FormatUint(h.Term, 10))
+	if err := backup.Encode(w, h, data); err != nil {
+		s.log.Warn("snapshot download interrupted", "err", err)
+	}
+}

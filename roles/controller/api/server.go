@@ -1,0 +1,310 @@
+// Package api is the controller's HTTP API and dashboard routes: it
+// decodes and validates requests, calls the controller's parts through
+// the small interfaces it declares (backend.go) and encodes answers. It is
+// the only place that knows HTTP status codes: domain errors (fault.Error,
+// metadata's errors) become statuses in errorFor. It never sees raft
+// types or another package's locks.
+package api
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/corral-dev/corral/roles/controller/fault"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// API limits, enforced before anything is proposed.
+const (
+	MaxKeyBytes     = 1024
+	MaxValueBytes   = 1 << 20
+	maxRequestBytes = MaxValueBytes + 1024
+)
+
+// apiError is the JSON body of every 4xx/5xx answer.
+type apiError struct {
+	Status      int    `json:"-"`
+	Message     string `json:"error"`
+	Code        string `json:"code"`
+	ModRevision *int64 `json:"mod_revision,omitempty"`
+}
+
+func (e *apiError) Error() string { return e.Message }
+
+func badRequest(format string, a ...any) *apiError {
+	return &apiError{Status: http.StatusBadRequest, Code: "bad_request", Message: fmt.Sprintf(format, a...)}
+}
+
+// errorFor maps controller errors to HTTP answers.
+func errorFor(err error) *apiError {
+	var ae *apiError
+	var fe *fault.Error
+	switch {
+	case errors.As(err, &ae):
+		return ae
+	case errors.As(err, &fe):
+		return &apiError{Status: statusOf(fe.Kind), Code: fe.Code, Message: fe.Message}
+	case errors.Is(err, fault.ErrNoLeader):
+		return &apiError{Status: http.StatusServiceUnavailable, Code: "no_leader", Message: err.Error() + "; retry on another controller"}
+	case errors.Is(err, fault.ErrTimeout):
+		return &apiError{Status: http.StatusServiceUnavailable, Code: "timeout", Message: err.Error()}
+	case errors.Is(err, fault.ErrStopped):
+		return &apiError{Status: http.StatusServiceUnavailable, Code: "no_leader", Message: err.Error()}
+	}
+	return &apiError{Status: http.StatusInternalServerError, Code: "internal", Message: err.Error()}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// statusOf is the HTTP status of a kind of failure.
+func statusOf(k fault.Kind) int {
+	switch k {
+	case fault.Invalid:
+		return http.StatusBadRequest
+	case fault.NotFound:
+		return http.StatusNotFound
+	case fault.Conflict:
+		return http.StatusConflict
+	case fault.Unavailable, fault.Timeout:
+		return http.StatusServiceUnavailable
+	case fault.NoAnswer:
+		return http.StatusGatewayTimeout
+	case fault.Limit:
+		return http.StatusTooManyRequests
+	}
+	return http.StatusInternalServerError
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	ae := errorFor(err)
+	writeJSON(w, ae.Status, ae)
+}
+
+// Config configures the API.
+type Config struct {
+	// NodeID is this controller's id (in answers and forwarded headers).
+	NodeID uint64
+	// HTTPAddr is where to listen, e.g. 127.0.0.1:8080.
+	HTTPAddr string
+	// APITokenFile holds the bearer token every request but the probes,
+	// metrics and static dashboard files must carry.
+	APITokenFile string
+	// HTTPInsecure allows a non-loopback address without a token.
+	HTTPInsecure bool
+	// EnablePprof serves /debug/pprof (behind the token).
+	EnablePprof bool
+	// RequestTimeout bounds forwarded requests and give-up proposals.
+	RequestTimeout time.Duration
+	// TickInterval paces waits for a new leader's address.
+	TickInterval time.Duration
+	// Registry serves /metrics and receives the API's own metrics.
+	Registry *prometheus.Registry
+	// Stopping is closed when the controller begins to stop: long-lived
+	// streams end.
+	Stopping <-chan struct{}
+	Logger   *slog.Logger
+}
+
+// Server serves the API over a Backend.
+type Server struct {
+	cfg          Config
+	cluster      Cluster
+	store        Store
+	workers      Workers
+	coord        Coordination
+	hub          Watches
+	backups      Backups
+	log          *slog.Logger
+	httpDuration *prometheus.HistogramVec
+	token        []byte
+	http         *http.Server
+	httpLn       net.Listener
+	stopc        <-chan struct{}
+}
+
+// New returns a Server; it serves nothing until Listen (or use Handler).
+// It registers its metrics on cfg.Registry.
+func New(cfg Config, b Backend) *Server {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &Server{cfg: cfg, cluster: b.Cluster, store: b.Store, workers: b.Workers, coord: b.Coordination,
+		hub: b.Watches, backups: b.Backups, log: cfg.Logger, stopc: cfg.Stopping,
+		httpDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "corral_http_request_duration_seconds", Help: "API request duration by route and status code.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18)}, []string{"route", "code"}),
+	}
+	if cfg.Registry != nil {
+		cfg.Registry.MustRegister(s.httpDuration)
+	}
+	return s
+}
+
+// Listen reads the token, checks the address is safe to serve on and
+// starts serving in the background.
+func (s *Server) Listen() error {
+	return s.startHTTP()
+}
+
+// Shutdown stops the HTTP server, letting requests in flight finish
+// within ctx.
+func (s *Server) Shutdown(ctx context.Context) error {
+	if s.http == nil {
+		return nil
+	}
+	return s.http.Shutdown(ctx)
+}
+
+func (s *Server) startHTTP() error {
+	if s.cfg.APITokenFile != "" {
+		b, err := os.ReadFile(s.cfg.APITokenFile)
+		if err != nil {
+			return fmt.Errorf("read API token file: %w", err)
+		}
+		s.token = []byte(strings.TrimSpace(string(b)))
+		if len(s.token) == 0 {
+			return fmt.Errorf("API token file %s is empty", s.cfg.APITokenFile)
+		}
+	}
+	host, _, err := net.SplitHostPort(s.cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("bad --http-addr %q: %w", s.cfg.HTTPAddr, err)
+	}
+	if s.token == nil && !isLoopback(host) {
+		if !s.cfg.HTTPInsecure {
+			return fmt.Errorf("refusing to serve the API on %s without --api-token-file; use a loopback address, set a token, or pass --http-insecure", s.cfg.HTTPAddr)
+		}
+		s.log.Warn("API is open to the network without a token (--http-insecure)", "http_addr", s.cfg.HTTPAddr)
+	}
+	ln, err := net.Listen("tcp", s.cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen for HTTP on %s: %w", s.cfg.HTTPAddr, err)
+	}
+	s.httpLn = ln
+	s.http = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := s.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("HTTP server stopped", "err", err)
+		}
+	}()
+	if s.token == nil {
+		s.log.Info("API has no token: listening on loopback only", "http_addr", ln.Addr().String())
+	}
+	return nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Addr returns the address the API listens on ("" before Listen).
+func (s *Server) Addr() string {
+	if s.httpLn == nil {
+		return ""
+	}
+	return s.httpLn.Addr().String()
+}
+
+// Handler returns the API with auth and metrics applied.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", s.handleReadyz)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc("PUT /v1/kv/{key...}", s.handlePut)
+	mux.HandleFunc("GET /v1/kv/{key...}", s.handleGet)
+	mux.HandleFunc("DELETE /v1/kv/{key...}", s.handleDelete)
+	mux.HandleFunc("GET /v1/cluster", s.handleClusterWithWorkers)
+	mux.HandleFunc("GET /v1/workers", s.handleWorkers)
+	mux.HandleFunc("GET /v1/workers/{id}", s.handleWorker)
+	mux.HandleFunc("GET /v1/controllers", s.leaderOnly(s.handleListControllers))
+	mux.HandleFunc("POST /v1/controllers", s.leaderOnly(s.handleAddController))
+	mux.HandleFunc("DELETE /v1/controllers/{id}", s.leaderOnly(s.handleRemoveController))
+	mux.HandleFunc("POST /v1/controllers/{id}/transfer-leader", s.leaderOnly(s.handleTransferLeader))
+	mux.HandleFunc("GET /v1/snapshot", s.handleSnapshot)
+	s.registerCoordRoutes(mux) // leases, watches, locks, elections, services (http_coord.go)
+	s.registerJobRoutes(mux)   // jobs, allocations, logs, drain (http_jobs.go)
+	s.registerUIRoutes(mux)    // dashboard under /ui/, / redirects there, GET /v1/events (http_ui.go)
+	if s.cfg.EnablePprof {
+		registerPprof(mux)
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusNotFound, &apiError{Code: "not_found",
+			Message: fmt.Sprintf("no route for %s %s; see docs/API.md", r.Method, r.URL.Path)})
+	})
+	return s.instrument(s.auth(mux))
+}
+
+func (s *Server) auth(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.token != nil && !isOpenPath(r.URL.Path) {
+			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if !ok || subtle.ConstantTimeCompare([]byte(got), s.token) != 1 {
+				writeJSON(w, http.StatusUnauthorized, &apiError{Code: "unauthorized",
+					Message: "missing or wrong API token: send Authorization: Bearer <token>"})
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// isOpenPath: probes, metrics and the dashboard's static files (the page
+// sends the token the user enters with its API calls) need no token.
+func isOpenPath(p string) bool {
+	return p == "/healthz" || p == "/readyz" || p == "/metrics" || p == "/" || p == "/ui" || strings.HasPrefix(p, "/ui/")
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	s.status = code
+	s.ResponseWriter.WriteHeader(code)
+}
+
+// Unwrap lets http.ResponseController reach the connection (full-duplex
+// keep-alive streams).
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+func (s *statusRecorder) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (s *Server) instrument(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(rec, r)
+		route := r.Pattern
+		if route == "" || route == "/" {
+			route = "other"
+		}
+		s.httpDuration.WithLabelValues(route, strconv.Itoa(rec.status)).Observe(time.Since(start).Seconds())
+	})
+}

@@ -1,0 +1,165 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/corral-dev/corral/metadata"
+	"github.com/corral-dev/corral/roles/backup"
+	"github.com/corral-dev/corral/roles/controller/api"
+	"github.com/corral-dev/corral/transport"
+)
+
+// apiBackend hands the HTTP API the parts it declares it needs
+// (api.Backend). The adapters are small on purpose: each answers from one
+// part of the controller, under that part's own locks.
+func (c *Controller) apiBackend() api.Backend {
+	return api.Backend{
+		Cluster:      apiCluster{c},
+		Store:        apiStore{c},
+		Workers:      apiWorkers{c},
+		Coordination: apiCoord{c},
+		Watches:      apiWatches{c.hub},
+		Backups:      apiBackups{c},
+	}
+}
+
+// apiCluster is the quorum's view for the API.
+type apiCluster struct{ c *Controller }
+
+func (a apiCluster) ClusterID() string     { return a.c.ClusterID() }
+func (a apiCluster) LeaderID() uint64      { return a.c.LeaderID() }
+func (a apiCluster) IsLeader() bool        { return a.c.isLeader.Load() }
+func (a apiCluster) Term() uint64          { return a.c.Term() }
+func (a apiCluster) CommitIndex() uint64   { return a.c.commit.Load() }
+func (a apiCluster) IsVoter() bool         { return a.c.isVoter() }
+func (a apiCluster) View() api.ClusterInfo { return a.c.clusterView() }
+
+func (a apiCluster) AppliedIndex() uint64 {
+	applied, _ := a.c.applied.get()
+	return applied
+}
+
+func (a apiCluster) MemberAddress(id uint64) (string, string) { return a.c.memberAddress(id) }
+
+func (a apiCluster) Members() (voters, learners []uint64) {
+	v, l := a.c.members()
+	return sortedKeys(v), sortedKeys(l)
+}
+
+func (a apiCluster) Quorum() api.QuorumHealth          { return api.QuorumHealth(a.c.quorumHealth()) }
+func (a apiCluster) Controllers() []api.ControllerInfo { return a.c.controllerList() }
+
+func (a apiCluster) LeaderChanges(now time.Time) []api.LeaderChange {
+	var out []api.LeaderChange
+	for _, ch := range a.c.leaders.lastHour(now) {
+		out = append(out, api.LeaderChange(ch))
+	}
+	return out
+}
+
+func (a apiCluster) AddController(ctx context.Context, id uint64, addr string) error {
+	return a.c.AddController(ctx, id, addr)
+}
+
+func (a apiCluster) RemoveController(ctx context.Context, id uint64, force bool) error {
+	return a.c.RemoveController(ctx, id, force)
+}
+
+func (a apiCluster) TransferLeader(ctx context.Context, id uint64) error {
+	return a.c.TransferLeader(ctx, id)
+}
+
+// apiStore is the replicated state for the API.
+type apiStore struct{ c *Controller }
+
+func (a apiStore) State() *metadata.State { return a.c.State() }
+
+func (a apiStore) Propose(ctx context.Context, cmd *metadata.Command) (metadata.Result, error) {
+	return a.c.Propose(ctx, cmd)
+}
+
+func (a apiStore) ProposePayload(ctx context.Context, op metadata.Op, v any) (metadata.Result, error) {
+	return a.c.proposePayload(ctx, op, v)
+}
+
+func (a apiStore) LinearizableRead(ctx context.Context) error { return a.c.linearizableRead(ctx) }
+
+// apiWorkers is the leader's view of worker sessions for the API.
+type apiWorkers struct{ c *Controller }
+
+func (a apiWorkers) Workers(now time.Time) api.WorkerList      { return a.c.workerView(now) }
+func (a apiWorkers) WorkerCounts(now time.Time) map[string]int { return a.c.WorkerCounts(now) }
+
+func (a apiWorkers) FetchLog(ctx context.Context, worker string, req transport.LogRequest) (*transport.LogData, error) {
+	return a.c.workers.fetchLog(ctx, worker, req)
+}
+
+// apiCoord is what leases and locks need beyond proposals.
+type apiCoord struct{ c *Controller }
+
+func (a apiCoord) KeepAlive(ctx context.Context, ids []int64) ([]api.LeaseTTL, []int64, error) {
+	return a.c.keepAlive(ctx, ids)
+}
+
+func (a apiCoord) LeaseRemaining(id int64, ttl time.Duration) (time.Duration, bool) {
+	return a.c.lessor.remaining(id, ttl)
+}
+
+func (a apiCoord) AwaitLock(ctx context.Context, key string, lease int64, wait time.Duration) (metadata.LockStatus, error) {
+	return a.c.awaitLock(ctx, key, lease, wait)
+}
+
+// apiWatches is the watch hub for the API.
+type apiWatches struct{ h *watchHub }
+
+func (a apiWatches) Subscribe(prefix string, from int64) (api.Watch, []metadata.Event, int64, error) {
+	w, backlog, last, err := a.h.subscribe(prefix, from)
+	var we *watchError
+	if errors.As(err, &we) {
+		return nil, nil, 0, &api.WatchError{Code: we.Code, Message: we.Message, Resume: we.Resume, Oldest: we.Oldest}
+	}
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	return apiWatch{w}, backlog, last, nil
+}
+
+func (a apiWatches) Unsubscribe(w api.Watch) {
+	if aw, ok := w.(apiWatch); ok {
+		a.h.unsubscribe(aw.w)
+	}
+}
+
+func (a apiWatches) Current() int64 { return a.h.current() }
+func (a apiWatches) Watchers() int  { return a.h.watchers() }
+
+func (a apiWatches) Closed() bool {
+	a.h.mu.Lock()
+	defer a.h.mu.Unlock()
+	return a.h.closed
+}
+
+// apiWatch is one open watch.
+type apiWatch struct{ w *watcher }
+
+func (a apiWatch) Events() <-chan metadata.Event { return a.w.ch }
+func (a apiWatch) Cut() <-chan struct{}          { return a.w.cut }
+
+// Err says why the watch was cut, as the API's WatchError when the hub
+// gave a resume point.
+func (a apiWatch) Err() error {
+	var we *watchError
+	if errors.As(a.w.err, &we) {
+		return &api.WatchError{Code: we.Code, Message: we.Message, Resume: we.Resume, Oldest: we.Oldest}
+	}
+	return a.w.err
+}
+
+// apiBackups takes consistent snapshots for the API.
+type apiBackups struct{ c *Controller }
+
+func (a apiBackups) SnapshotForBackup(ctx context.Context) (backup.Header, []byte, error) {
+	return a.c.snapshotForBackup(ctx)
+}

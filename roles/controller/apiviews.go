@@ -1,0 +1,234 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"time"
+
+	"github.com/corral-dev/corral/metadata"
+	"github.com/corral-dev/corral/roles/controller/api"
+	"github.com/corral-dev/corral/roles/controller/fault"
+	"go.etcd.io/raft/v3"
+)
+
+// What the HTTP API shows of this controller: the views it renders and
+// the coordination waits it needs, built from the controller's parts
+// (apibackend.go hands them to package api).
+
+// clusterView describes the quorum as this controller sees it. Only the
+// leader knows followers' match indexes; a follower reports its own.
+func (c *Controller) clusterView() api.ClusterInfo {
+	status := c.node.Status()
+	applied, _ := c.applied.get()
+	out := api.ClusterInfo{
+		ClusterID: c.ClusterID(), NodeID: c.cfg.NodeID, LeaderID: status.Lead,
+		Term: c.term.Load(), CommitIndex: c.commit.Load(), AppliedIndex: applied,
+		Voter: c.isVoter(), Quorum: api.QuorumHealth(c.quorumHealth()),
+	}
+	cs := c.currentConfState()
+	learners := map[uint64]bool{}
+	for _, id := range cs.GetLearners() {
+		learners[id] = true
+	}
+	ids := append(append([]uint64{}, cs.GetVoters()...), cs.GetLearners()...)
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	for _, id := range ids {
+		addr, _ := c.memberAddress(id)
+		cj := api.ClusterMember{ID: id, Address: addr, Voter: !learners[id]}
+		switch {
+		case learners[id]:
+			cj.Role = "learner"
+		case id == status.Lead:
+			cj.Role = "leader"
+		default:
+			cj.Role = "follower"
+		}
+		if pr, ok := status.Progress[id]; ok && status.RaftState == raft.StateLeader {
+			cj.MatchIndex = pr.Match
+			cj.Reachable = pr.RecentActive || id == c.cfg.NodeID
+		}
+		if id == c.cfg.NodeID {
+			cj.Reachable = true
+			if status.RaftState != raft.StateLeader {
+				if ls, err := c.store.LastIndex(); err == nil {
+					cj.MatchIndex = ls
+				}
+			}
+		} else if ps := c.tr.PeerStatus(id); !ps.LastContact.IsZero() {
+			ms := time.Since(ps.LastContact).Milliseconds()
+			cj.LastContactMS = &ms
+			if status.RaftState != raft.StateLeader {
+				cj.Reachable = ps.Connected
+			}
+		}
+		out.Controllers = append(out.Controllers, cj)
+	}
+	return out
+}
+
+// controllerList is the leader's replication view, in the style of
+// kafka-metadata-quorum describe --replication.
+func (c *Controller) controllerList() []api.ControllerInfo {
+	status := c.node.Status()
+	last, _ := c.store.LastIndex()
+	voters, learners := c.members()
+	ids := append(sortedKeys(voters), sortedKeys(learners)...)
+	out := make([]api.ControllerInfo, 0, len(ids))
+	for _, id := range ids {
+		addr, httpAddr := c.memberAddress(id)
+		ci := api.ControllerInfo{ID: id, Address: addr, HTTPAddress: httpAddr, Voter: voters[id]}
+		switch {
+		case learners[id]:
+			ci.Role = "learner"
+		case id == status.Lead:
+			ci.Role = "leader"
+		default:
+			ci.Role = "follower"
+		}
+		if id == c.cfg.NodeID {
+			ci.MatchIndex, ci.Reachable = last, true
+			zero := int64(0)
+			ci.LastContactMS = &zero
+		} else {
+			ci.MatchIndex, ci.Reachable = status.Progress[id].Match, c.reachable(status, id)
+			if heard := c.heard.get(id); !heard.IsZero() {
+				ms := time.Since(heard).Milliseconds()
+				ci.LastContactMS = &ms
+			}
+		}
+		if last > ci.MatchIndex {
+			ci.Lag = last - ci.MatchIndex
+		}
+		out = append(out, ci)
+	}
+	return out
+}
+
+// isVoter reports whether this controller votes in the current configuration.
+func (c *Controller) isVoter() bool {
+	voters, _ := c.members()
+	return voters[c.cfg.NodeID]
+}
+
+// workerView merges the replicated workers with the leader's liveness.
+func (c *Controller) workerView(now time.Time) api.WorkerList {
+	views, leader := c.workers.views(now)
+	out := api.WorkerList{Source: "follower", NodeID: c.cfg.NodeID, LeaderID: c.LeaderID(), Workers: []api.WorkerInfo{}}
+	if leader {
+		out.Source = "leader"
+		c.workers.mu.Lock()
+		out.ControllerEpoch = c.workers.ctrlEpoch
+		c.workers.mu.Unlock()
+	}
+	for _, w := range c.State().Workers() {
+		wj := api.WorkerInfo{
+			ID: w.ID, Epoch: w.Epoch, State: string(w.State), Incarnation: w.Incarnation,
+			Addresses: w.Addresses, Labels: w.Labels, Capacity: api.Capacity(w.Capacity),
+			RegisteredAt: api.FormatMS(w.RegisteredAtMS), StateChangedAt: api.FormatMS(w.StateChangedAtMS),
+			Reason: w.Reason, Version: w.Version,
+		}
+		if wj.Addresses == nil {
+			wj.Addresses = []string{}
+		}
+		if wj.Labels == nil {
+			wj.Labels = map[string]string{}
+		}
+		if v, ok := views[w.ID]; ok && v.epoch == w.Epoch && (w.State == metadata.WorkerAlive || w.State == metadata.WorkerDraining) {
+			if v.suspect && w.State == metadata.WorkerAlive {
+				wj.State = "suspect"
+			}
+			if v.heard {
+				age := v.age.Milliseconds()
+				wj.LastHeartbeatAgeMS = &age
+			}
+			if v.load != nil {
+				wj.Load = &api.Load{CPUMillis: v.load.CPUMillis, MemoryMB: v.load.MemoryMB, RunningTasks: v.load.RunningTasks}
+			}
+		}
+		out.Workers = append(out.Workers, wj)
+	}
+	return out
+}
+
+// WorkerCounts counts workers per API state (alive, suspect, fenced,
+// draining, left): the leader's view, with liveness; a follower's has
+// the replicated states only.
+func (c *Controller) WorkerCounts(now time.Time) map[string]int {
+	counts := make(map[string]int, len(api.WorkerStates))
+	for _, s := range api.WorkerStates {
+		counts[s] = 0
+	}
+	for _, w := range c.workerView(now).Workers {
+		counts[w.State]++
+	}
+	return counts
+}
+
+// keepAlive refreshes leases on the leader. The deadline counts from before
+// the leadership check (a ReadIndex round), so a deposed leader's answer can
+// never promise more than its successor's reset (now + TTL) grants.
+func (c *Controller) keepAlive(ctx context.Context, ids []int64) (alive []api.LeaseTTL, missing []int64, err error) {
+	start := time.Now()
+	if err := c.linearizableRead(ctx); err != nil {
+		return nil, nil, err
+	}
+	st := c.state.Load()
+	for _, id := range ids {
+		l, ok := st.Lease(id)
+		if !ok {
+			missing = append(missing, id)
+			continue
+		}
+		switch err := c.lessor.refresh(id, time.Duration(l.TTLMS)*time.Millisecond, start); {
+		case errors.Is(err, errLeaseExpiring):
+			missing = append(missing, id)
+			continue
+		case err != nil:
+			return nil, nil, err
+		}
+		alive = append(alive, api.LeaseTTL{ID: id, TTLMS: l.TTLMS})
+	}
+	return alive, missing, nil
+}
+
+// awaitLock waits for the grant of key to lease on the local state, then
+// gives up by committing a waiting-only release.
+func (c *Controller) awaitLock(ctx context.Context, key string, lease int64, wait time.Duration) (metadata.LockStatus, error) {
+	tctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	for {
+		_, changed := c.applied.get()
+		st := c.state.Load()
+		if lk, _ := st.LockState(key); lk.Holder != nil && lk.Holder.Lease == lease {
+			return metadata.LockStatus{Held: true, Token: lk.Holder.Token}, nil
+		}
+		if _, ok := st.Lease(lease); !ok {
+			return metadata.LockStatus{}, fault.New(fault.NotFound, "lease_not_found", "lease %d ended while waiting for the lock", lease)
+		}
+		select {
+		case <-changed:
+			continue
+		case <-tctx.Done():
+		case <-c.stopc:
+			return metadata.LockStatus{}, ErrStopped
+		}
+		break
+	}
+	// Give up: the dequeue commits after any grant already in the log, so
+	// its answer is the final word.
+	gctx, gcancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.RequestTimeout)
+	defer gcancel()
+	cmd, err := metadata.NewCoordCommand(metadata.OpLockRelease, key, metadata.LockPayload{Lease: lease, WaitingOnly: true})
+	if err != nil {
+		return metadata.LockStatus{}, err
+	}
+	res, err := c.Propose(gctx, cmd)
+	if err == nil {
+		err = res.Err
+	}
+	if err != nil {
+		return metadata.LockStatus{}, err
+	}
+	return res.Out.(metadata.LockStatus), nil
+}
