@@ -1,9 +1,3 @@
-// Package cli is corral's command line: `corral run`, `corral dev`, `corral kv ...`, `corral status`,
-// `corral certs create` and `corral bench kv`.
-//
-// Every flag can also be set through an environment variable CORRAL_<FLAG> (e.g. --data-dir and CORRAL_DATA_DIR);
-// the command line wins. Commands return errors instead of exiting so that main decides the exit code (1) and tests
-// can run the App in-process.
 package cli
 
 import (

@@ -6,7 +6,6 @@ import (
 	"net"
 	"strconv"
 	"strings"
-	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -79,9 +78,4 @@ func printable(s string, max int) string {
 		s = string(r[:max]) + "..."
 	}
 	return s
-}
-
-// formatLatency rounds a latency for tables: microseconds are enough, nanoseconds are noise.
-func formatLatency(d time.Duration) string {
-	return d.Round(time.Microsecond).String()
 }

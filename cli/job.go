@@ -221,7 +221,7 @@ func printJobStatus(w io.Writer, j client.Job, allocs []client.Allocation, now t
 	fmt.Fprintf(tw, "status:\t%s\n", j.Status)
 	fmt.Fprintf(tw, "version:\t%d, submitted %s\n", j.Version, formatWhen(j.SubmittedAt, now))
 	fmt.Fprintf(tw, "count:\t%d (%s)\n", j.Count, formatCounts(j.Allocations))
-	var spec metadata.JobSpec
+	var spec specView
 	if len(j.Spec) > 0 && json.Unmarshal(j.Spec, &spec) == nil {
 		printSpecSummary(tw, &spec)
 	}
@@ -270,7 +270,7 @@ func printJobStatus(w io.Writer, j client.Job, allocs []client.Allocation, now t
 }
 
 // printSpecSummary writes the task, resources, placement and restart policy of a spec.
-func printSpecSummary(tw io.Writer, s *metadata.JobSpec) {
+func printSpecSummary(tw io.Writer, s *specView) {
 	argv := append([]string{s.Task.Command}, s.Task.Args...)
 	for i, a := range argv {
 		if a == "" || strings.ContainsAny(a, " \t\n\"'\\$`") {

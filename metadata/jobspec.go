@@ -9,8 +9,6 @@ import (
 	"sort"
 	"strings"
 	"time"
-
-	"go.yaml.in/yaml/v3"
 )
 
 // Job types.
@@ -88,7 +86,8 @@ type RestartPolicy struct {
 	MaxDelay Duration `json:"max_delay,omitempty"`
 }
 
-// JobSpec is what a user submits.
+// JobSpec is what a user submits. Package metadata/jobspec parses one from the user's JSON or YAML; here it
+// is only defaulted, validated and applied, so the state machine needs no YAML parser.
 type JobSpec struct {
 	Name        string        `json:"name"`
 	Type        string        `json:"type"`
@@ -126,50 +125,6 @@ func (e *SpecError) Error() string {
 func (e *SpecError) Is(target error) bool { return target == ErrInvalid }
 
 var jobNameRE = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9._-]*$`)
-
-// ParseJobSpec decodes a JSON or YAML job spec strictly (unknown fields are
-// errors), fills defaults and validates it.
-func ParseJobSpec(data []byte) (*JobSpec, error) {
-	if len(data) > MaxSpecBytes {
-		return nil, &SpecError{[]FieldError{{"(spec)", fmt.Sprintf("larger than %d bytes", MaxSpecBytes)}}}
-	}
-	trimmed := bytes.TrimSpace(data)
-	if len(trimmed) == 0 {
-		return nil, &SpecError{[]FieldError{{"(spec)", "empty; send a JSON or YAML job spec"}}}
-	}
-	if trimmed[0] != '{' {
-		var err error
-		if data, err = yamlToJSON(data); err != nil {
-			return nil, &SpecError{[]FieldError{{"(spec)", err.Error()}}}
-		}
-	}
-	var spec JobSpec
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&spec); err != nil {
-		return nil, &SpecError{[]FieldError{{"(spec)", "not a valid job spec: " + err.Error()}}}
-	}
-	if dec.More() {
-		return nil, &SpecError{[]FieldError{{"(spec)", "trailing data after the job spec"}}}
-	}
-	spec.Defaults()
-	if err := spec.Validate(); err != nil {
-		return nil, err
-	}
-	return &spec, nil
-}
-
-func yamlToJSON(data []byte) ([]byte, error) {
-	var v any
-	if err := yaml.Unmarshal(data, &v); err != nil {
-		return nil, fmt.Errorf("not valid JSON or YAML: %v", err)
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, fmt.Errorf("YAML that has no JSON form (use string keys): %v", err)
-	}
-	return b, nil
-}
 
 // Defaults fills unset optional fields.
 func (s *JobSpec) Defaults() {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/metadata"
+	"github.com/corral-dev/corral/metadata/jobspec"
 )
 
 // maxJobSpecBytes bounds a submitted job spec.
@@ -49,7 +50,7 @@ func (s *Server) handleJobSubmit(w http.ResponseWriter, r *http.Request) {
 			Message: fmt.Sprintf("job spec is larger than %d bytes", maxJobSpecBytes)})
 		return
 	}
-	spec, err := metadata.ParseJobSpec(body)
+	spec, err := jobspec.Parse(body)
 	if err != nil {
 		writeSpecError(w, err)
 		return

@@ -1,4 +1,4 @@
-package cli
+package bench
 
 import (
 	"context"
@@ -20,37 +20,25 @@ import (
 
 const maxBenchValueSize = 1 << 20 // the API's value limit
 
-func benchCommand() *cli.Command {
-	return &cli.Command{
-		Name:   "bench",
-		Usage:  "measure a running cluster",
-		Action: groupCommand("bench", "kv", "lock", "watch", "lease", "workers", "schedule"),
-		Subcommands: []*cli.Command{
-			benchKVCommand(), benchLockCommand(), benchWatchCommand(), benchLeaseCommand(), benchWorkersCommand(),
-			benchScheduleCommand(),
-		},
-	}
-}
-
-func benchKVCommand() *cli.Command {
+func (e Env) kvCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "kv",
 		Usage: "run concurrent clients doing puts, then linearizable gets, and report throughput and latency",
 		Description: "Each op in --ops runs for --duration with --clients concurrent clients (each with its own\n" +
 			"connections). Puts cycle through --keys keys; gets read random keys among them.\n" +
 			"Example: corral bench kv --clients 16 --duration 10s --value-size 256",
-		Flags: append(clientFlags(),
-			&cli.IntFlag{Name: "clients", Value: 8, EnvVars: envVars("clients"), Usage: "concurrent clients"},
-			&cli.DurationFlag{Name: "duration", Value: 10 * time.Second, EnvVars: envVars("duration"),
+		Flags: append(e.ClientFlags(),
+			&cli.IntFlag{Name: "clients", Value: 8, EnvVars: e.EnvVars("clients"), Usage: "concurrent clients"},
+			&cli.DurationFlag{Name: "duration", Value: 10 * time.Second, EnvVars: e.EnvVars("duration"),
 				Usage: "how long each op runs"},
-			&cli.IntFlag{Name: "value-size", Value: 256, EnvVars: envVars("value-size"), Usage: "bytes per value"},
-			&cli.IntFlag{Name: "keys", Value: 1000, EnvVars: envVars("keys"), Usage: "distinct keys to use"},
-			&cli.StringFlag{Name: "ops", Value: "put,get", EnvVars: envVars("ops"),
+			&cli.IntFlag{Name: "value-size", Value: 256, EnvVars: e.EnvVars("value-size"), Usage: "bytes per value"},
+			&cli.IntFlag{Name: "keys", Value: 1000, EnvVars: e.EnvVars("keys"), Usage: "distinct keys to use"},
+			&cli.StringFlag{Name: "ops", Value: "put,get", EnvVars: e.EnvVars("ops"),
 				Usage: "comma-separated ops to run in order: put, get"},
-			&cli.StringFlag{Name: "key-prefix", Value: "bench/", EnvVars: envVars("key-prefix"),
+			&cli.StringFlag{Name: "key-prefix", Value: "bench/", EnvVars: e.EnvVars("key-prefix"),
 				Usage: "prefix of the keys the benchmark writes"},
 		),
-		Action: benchKVAction,
+		Action: e.kvAction,
 	}
 }
 
@@ -87,8 +75,8 @@ func benchKVConfig(c *cli.Context) (benchConfig, error) {
 	return cfg, nil
 }
 
-func benchKVAction(c *cli.Context) error {
-	if err := wantArgs(c, 0); err != nil {
+func (e Env) kvAction(c *cli.Context) error {
+	if err := e.WantArgs(c, 0); err != nil {
 		return err
 	}
 	cfg, err := benchKVConfig(c)
@@ -98,7 +86,7 @@ func benchKVAction(c *cli.Context) error {
 	// One client per worker, so workers do not share a connection pool (like separate processes would).
 	clients := make([]*client.Client, cfg.clients)
 	for i := range clients {
-		if clients[i], err = newClient(c); err != nil {
+		if clients[i], err = e.NewClient(c); err != nil {
 			return err
 		}
 	}
@@ -106,7 +94,7 @@ func benchKVAction(c *cli.Context) error {
 	defer stop()
 	st, err := clients[0].Cluster(ctx)
 	if err != nil {
-		return explain("reach the cluster before benchmarking", err)
+		return e.Explain("reach the cluster before benchmarking", err)
 	}
 	fmt.Fprintf(c.App.Writer, "bench kv: cluster %s (leader %d), %d clients, %s per op, %d-byte values, %d keys\n\n",
 		orDash(st.ClusterID), st.LeaderID, cfg.clients, cfg.duration, cfg.valueSize, cfg.keys)
@@ -128,7 +116,7 @@ func benchKVAction(c *cli.Context) error {
 	}
 	for _, r := range results {
 		if r.count == 0 && r.errors > 0 {
-			return explain(fmt.Sprintf("every %s failed", r.op), r.firstErr)
+			return e.Explain(fmt.Sprintf("every %s failed", r.op), r.firstErr)
 		}
 	}
 	return nil

@@ -1,4 +1,4 @@
-package cli
+package bench
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 	"github.com/corral-dev/corral/transport"
 )
 
-func benchScheduleCommand() *cli.Command {
+func (e Env) scheduleCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "schedule",
 		Usage: "place many allocations on simulated workers and report placements per second and time until all run",
@@ -30,21 +30,21 @@ func benchScheduleCommand() *cli.Command {
 			"   corral bench schedule --endpoints http://127.0.0.1:8081,http://127.0.0.1:8082,http://127.0.0.1:8083 \\\n" +
 			"     --controllers 127.0.0.1:7081,127.0.0.1:7082,127.0.0.1:7083 --tls-dir /tmp/corral-cluster/tls \\\n" +
 			"     --workers 1000 --allocations 100000",
-		Flags: append(clientFlags(),
-			&cli.StringFlag{Name: "controllers", EnvVars: envVars("controllers"), Usage: "the controllers' cluster (QUIC) addresses"},
-			&cli.StringFlag{Name: "tls-dir", EnvVars: envVars("tls-dir"), Usage: "directory with the cluster CA and a node certificate"},
-			&cli.IntFlag{Name: "workers", Value: 100, EnvVars: envVars("workers"), Usage: "simulated workers"},
-			&cli.IntFlag{Name: "allocations", Value: 10000, EnvVars: envVars("allocations"), Usage: "allocations to place"},
-			&cli.IntFlag{Name: "per-job", Value: 1000, EnvVars: envVars("per-job"), Usage: "allocations per job (count)"},
-			&cli.DurationFlag{Name: "heartbeat-interval", Value: time.Second, EnvVars: envVars("heartbeat-interval"),
+		Flags: append(e.ClientFlags(),
+			&cli.StringFlag{Name: "controllers", EnvVars: e.EnvVars("controllers"), Usage: "the controllers' cluster (QUIC) addresses"},
+			&cli.StringFlag{Name: "tls-dir", EnvVars: e.EnvVars("tls-dir"), Usage: "directory with the cluster CA and a node certificate"},
+			&cli.IntFlag{Name: "workers", Value: 100, EnvVars: e.EnvVars("workers"), Usage: "simulated workers"},
+			&cli.IntFlag{Name: "allocations", Value: 10000, EnvVars: e.EnvVars("allocations"), Usage: "allocations to place"},
+			&cli.IntFlag{Name: "per-job", Value: 1000, EnvVars: e.EnvVars("per-job"), Usage: "allocations per job (count)"},
+			&cli.DurationFlag{Name: "heartbeat-interval", Value: time.Second, EnvVars: e.EnvVars("heartbeat-interval"),
 				Usage: "each worker's heartbeat interval"},
-			&cli.DurationFlag{Name: "ramp", EnvVars: envVars("ramp"), Usage: "spread worker starts over this long (default 10ms per worker)"},
-			&cli.DurationFlag{Name: "max-wait", Value: 10 * time.Minute, EnvVars: envVars("max-wait"),
+			&cli.DurationFlag{Name: "ramp", EnvVars: e.EnvVars("ramp"), Usage: "spread worker starts over this long (default 10ms per worker)"},
+			&cli.DurationFlag{Name: "max-wait", Value: 10 * time.Minute, EnvVars: e.EnvVars("max-wait"),
 				Usage: "give up when not everything runs after this long"},
-			&cli.StringFlag{Name: "log-level", Value: "error", EnvVars: envVars("log-level"), Usage: "simulated workers' log level"},
-			&cli.StringFlag{Name: "log-format", Value: "text", EnvVars: envVars("log-format"), Usage: "text or json"},
+			&cli.StringFlag{Name: "log-level", Value: "error", EnvVars: e.EnvVars("log-level"), Usage: "simulated workers' log level"},
+			&cli.StringFlag{Name: "log-format", Value: "text", EnvVars: e.EnvVars("log-format"), Usage: "text or json"},
 		),
-		Action: benchScheduleAction,
+		Action: e.scheduleAction,
 	}
 }
 
@@ -53,13 +53,15 @@ type benchSchedule struct {
 	lead                    *benchLeader
 	out                     io.Writer
 	run                     *benchRun
+	env                     Env
 }
 
-func benchScheduleAction(c *cli.Context) error {
-	if err := wantArgs(c, 0); err != nil {
+func (e Env) scheduleAction(c *cli.Context) error {
+	if err := e.WantArgs(c, 0); err != nil {
 		return err
 	}
-	b := benchSchedule{workers: c.Int("workers"), allocs: c.Int("allocations"), perJob: c.Int("per-job"), out: c.App.Writer}
+	b := benchSchedule{workers: c.Int("workers"), allocs: c.Int("allocations"), perJob: c.Int("per-job"), out: c.App.Writer,
+		env: e}
 	switch {
 	case b.workers < 1 || b.workers > 100000:
 		return fmt.Errorf("--workers must be between 1 and 100000, got %d", b.workers)
@@ -71,7 +73,7 @@ func benchScheduleAction(c *cli.Context) error {
 	wcfg := benchWorkersConfig{tlsDir: c.String("tls-dir"), workers: b.workers, interval: c.Duration("heartbeat-interval"),
 		ramp: c.Duration("ramp"), perSocket: 250, prefix: "sched-"}
 	var err error
-	if wcfg.controllers, err = parseControllerAddrs(c.String("controllers")); err != nil {
+	if wcfg.controllers, err = e.ParseControllers(c.String("controllers")); err != nil {
 		return err
 	}
 	if wcfg.tlsDir == "" {
@@ -82,7 +84,7 @@ func benchScheduleAction(c *cli.Context) error {
 	}
 	ctx, stop := signalContext(c.Context)
 	defer stop()
-	if b.lead, err = findLeader(ctx, c); err != nil {
+	if b.lead, err = e.findLeader(ctx, c); err != nil {
 		return err
 	}
 	fmt.Fprintf(b.out, "bench schedule: %d allocations in jobs of %d over %d simulated workers; leader %d (%s)\n",
@@ -110,7 +112,7 @@ func (b *benchSchedule) startWorkers(ctx context.Context, c *cli.Context, cfg be
 	if err != nil {
 		return func() {}, fmt.Errorf("create scratch dir: %w", err)
 	}
-	logger, err := newLogger(c, c.App.ErrWriter)
+	logger, err := b.env.NewLogger(c, c.App.ErrWriter)
 	if err != nil {
 		return func() {}, err
 	}

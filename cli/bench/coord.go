@@ -1,4 +1,4 @@
-package cli
+package bench
 
 import (
 	"context"
@@ -12,19 +12,19 @@ import (
 	"github.com/corral-dev/corral/client"
 )
 
-func benchCoordFlags(extra ...cli.Flag) []cli.Flag {
-	return append(append(clientFlags(),
-		&cli.DurationFlag{Name: "duration", Value: 10 * time.Second, EnvVars: envVars("duration"), Usage: "how long to run"},
+func (e Env) coordFlags(extra ...cli.Flag) []cli.Flag {
+	return append(append(e.ClientFlags(),
+		&cli.DurationFlag{Name: "duration", Value: 10 * time.Second, EnvVars: e.EnvVars("duration"), Usage: "how long to run"},
 	), extra...)
 }
 
-func benchLockCommand() *cli.Command {
+func (e Env) lockCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "lock",
 		Usage: "contended lock acquire/release: --clients sessions take turns on one lock",
-		Flags: benchCoordFlags(
-			&cli.IntFlag{Name: "clients", Value: 8, EnvVars: envVars("clients"), Usage: "contending sessions"},
-			&cli.StringFlag{Name: "lock", Value: "bench-lock", EnvVars: envVars("lock"), Usage: "lock name"},
+		Flags: e.coordFlags(
+			&cli.IntFlag{Name: "clients", Value: 8, EnvVars: e.EnvVars("clients"), Usage: "contending sessions"},
+			&cli.StringFlag{Name: "lock", Value: "bench-lock", EnvVars: e.EnvVars("lock"), Usage: "lock name"},
 		),
 		Action: func(c *cli.Context) error {
 			n := c.Int("clients")
@@ -37,13 +37,13 @@ func benchLockCommand() *cli.Command {
 			start := time.Now()
 			deadline := start.Add(c.Duration("duration"))
 			for w := range n {
-				cl, err := newClient(c)
+				cl, err := e.NewClient(c)
 				if err != nil {
 					return err
 				}
 				s, err := cl.NewSession(ctx, 10*time.Second)
 				if err != nil {
-					return explain("bench lock: create session", err)
+					return e.Explain("bench lock: create session", err)
 				}
 				defer s.Close(context.Background())
 				wg.Add(1)
@@ -107,15 +107,15 @@ func report(c *cli.Context, results ...opResult) error {
 	return nil
 }
 
-func benchLeaseCommand() *cli.Command {
+func (e Env) leaseCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "lease",
 		Usage: "keep --leases leases alive with batched keep-alives and report keep-alives per second",
-		Flags: benchCoordFlags(
-			&cli.IntFlag{Name: "leases", Value: 10000, EnvVars: envVars("leases"), Usage: "leases to keep alive"},
-			&cli.IntFlag{Name: "batch", Value: 1000, EnvVars: envVars("batch"), Usage: "leases per keep-alive call (max 4096)"},
-			&cli.IntFlag{Name: "clients", Value: 4, EnvVars: envVars("clients"), Usage: "concurrent keep-alive callers"},
-			&cli.BoolFlag{Name: "stream", EnvVars: envVars("stream"),
+		Flags: e.coordFlags(
+			&cli.IntFlag{Name: "leases", Value: 10000, EnvVars: e.EnvVars("leases"), Usage: "leases to keep alive"},
+			&cli.IntFlag{Name: "batch", Value: 1000, EnvVars: e.EnvVars("batch"), Usage: "leases per keep-alive call (max 4096)"},
+			&cli.IntFlag{Name: "clients", Value: 4, EnvVars: e.EnvVars("clients"), Usage: "concurrent keep-alive callers"},
+			&cli.BoolFlag{Name: "stream", EnvVars: e.EnvVars("stream"),
 				Usage: "send keep-alives over one long-lived stream per caller instead of one request per batch"},
 		),
 		Action: func(c *cli.Context) error {
@@ -123,7 +123,7 @@ func benchLeaseCommand() *cli.Command {
 			if nl <= 0 || batch <= 0 || batch > 4096 || nc <= 0 {
 				return fmt.Errorf("need --leases > 0, 0 < --batch <= 4096 and --clients > 0")
 			}
-			cl, err := newClient(c)
+			cl, err := e.NewClient(c)
 			if err != nil {
 				return err
 			}
@@ -175,7 +175,7 @@ func benchLeaseCommand() *cli.Command {
 				if c.Bool("stream") {
 					ks, err := cl.OpenKeepAliveStream(ctx)
 					if err != nil {
-						return explain("bench lease: open keep-alive stream", err)
+						return e.Explain("bench lease: open keep-alive stream", err)
 					}
 					defer ks.Close()
 					keepAlive = ks.KeepAlive
@@ -212,21 +212,21 @@ func benchLeaseCommand() *cli.Command {
 	}
 }
 
-func benchWatchCommand() *cli.Command {
+func (e Env) watchCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "watch",
 		Usage: "fan-out: --watchers watches on one prefix, --events puts; report delivery latency and events/s",
-		Flags: benchCoordFlags(
-			&cli.IntFlag{Name: "watchers", Value: 1000, EnvVars: envVars("watchers"), Usage: "concurrent watches"},
-			&cli.IntFlag{Name: "events", Value: 200, EnvVars: envVars("events"), Usage: "puts to deliver"},
-			&cli.StringFlag{Name: "key-prefix", Value: "bench-watch/", EnvVars: envVars("key-prefix"), Usage: "watched prefix"},
+		Flags: e.coordFlags(
+			&cli.IntFlag{Name: "watchers", Value: 1000, EnvVars: e.EnvVars("watchers"), Usage: "concurrent watches"},
+			&cli.IntFlag{Name: "events", Value: 200, EnvVars: e.EnvVars("events"), Usage: "puts to deliver"},
+			&cli.StringFlag{Name: "key-prefix", Value: "bench-watch/", EnvVars: e.EnvVars("key-prefix"), Usage: "watched prefix"},
 		),
 		Action: func(c *cli.Context) error {
 			nw, ne := c.Int("watchers"), c.Int("events")
 			if nw <= 0 || ne <= 0 {
 				return fmt.Errorf("--watchers and --events must be positive")
 			}
-			cl, err := newClient(c)
+			cl, err := e.NewClient(c)
 			if err != nil {
 				return err
 			}
@@ -235,7 +235,7 @@ func benchWatchCommand() *cli.Command {
 			prefix := c.String("key-prefix")
 			_, rev, err := cl.List(ctx, prefix+"none/")
 			if err != nil {
-				return explain("bench watch", err)
+				return e.Explain("bench watch", err)
 			}
 			// Each watcher has its own connection pool so the fan-out is real.
 			sent := make([]atomic.Int64, ne) // unix nanos of each put's start, by index
@@ -243,7 +243,7 @@ func benchWatchCommand() *cli.Command {
 			var ready, done sync.WaitGroup
 			var delivered atomic.Int64
 			for w := range nw {
-				wc, err := newClient(c)
+				wc, err := e.NewClient(c)
 				if err != nil {
 					return err
 				}
@@ -285,7 +285,7 @@ func benchWatchCommand() *cli.Command {
 			for i := range ne {
 				sent[i].Store(time.Now().UnixNano())
 				if _, err := cl.Put(ctx, fmt.Sprintf("%s%08d", prefix, i), []byte("v")); err != nil {
-					return explain("bench watch: put", err)
+					return e.Explain("bench watch: put", err)
 				}
 			}
 			done.Wait()

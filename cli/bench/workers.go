@@ -1,4 +1,4 @@
-package cli
+package bench
 
 import (
 	"bufio"
@@ -26,7 +26,7 @@ import (
 	"github.com/corral-dev/corral/transport"
 )
 
-func benchWorkersCommand() *cli.Command {
+func (e Env) workersCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "workers",
 		Usage: "run simulated workers against a running quorum and report heartbeat throughput, latency and fencings",
@@ -37,29 +37,29 @@ func benchWorkersCommand() *cli.Command {
 			"   corral bench workers --endpoints http://127.0.0.1:8081,http://127.0.0.1:8082,http://127.0.0.1:8083 \\\n" +
 			"     --controllers 127.0.0.1:7081,127.0.0.1:7082,127.0.0.1:7083 --tls-dir /tmp/corral-cluster/tls \\\n" +
 			"     --workers 1000 --duration 30s",
-		Flags: append(clientFlags(),
-			&cli.StringFlag{Name: "controllers", EnvVars: envVars("controllers"),
+		Flags: append(e.ClientFlags(),
+			&cli.StringFlag{Name: "controllers", EnvVars: e.EnvVars("controllers"),
 				Usage: "the controllers' cluster (QUIC) addresses, HOST:PORT,..."},
-			&cli.StringFlag{Name: "tls-dir", EnvVars: envVars("tls-dir"),
+			&cli.StringFlag{Name: "tls-dir", EnvVars: e.EnvVars("tls-dir"),
 				Usage: "directory with the cluster CA and a node certificate"},
-			&cli.IntFlag{Name: "workers", Value: 1000, EnvVars: envVars("workers"), Usage: "simulated workers"},
-			&cli.DurationFlag{Name: "duration", Value: 30 * time.Second, EnvVars: envVars("duration"),
+			&cli.IntFlag{Name: "workers", Value: 1000, EnvVars: e.EnvVars("workers"), Usage: "simulated workers"},
+			&cli.DurationFlag{Name: "duration", Value: 30 * time.Second, EnvVars: e.EnvVars("duration"),
 				Usage: "how long to measure once every worker is alive"},
 			&cli.DurationFlag{Name: "heartbeat-interval", Value: roles.DefaultHeartbeatInterval,
-				EnvVars: envVars("heartbeat-interval"), Usage: "each worker's heartbeat interval"},
-			&cli.DurationFlag{Name: "ramp", EnvVars: envVars("ramp"),
+				EnvVars: e.EnvVars("heartbeat-interval"), Usage: "each worker's heartbeat interval"},
+			&cli.DurationFlag{Name: "ramp", EnvVars: e.EnvVars("ramp"),
 				Usage: "spread worker starts over this long (default: 10ms per worker, at least 1s): TLS handshakes are the costly part"},
-			&cli.IntFlag{Name: "workers-per-socket", Value: 250, EnvVars: envVars("workers-per-socket"),
+			&cli.IntFlag{Name: "workers-per-socket", Value: 250, EnvVars: e.EnvVars("workers-per-socket"),
 				Usage: "simulated workers sharing one UDP socket (each still has its own QUIC connection)"},
-			&cli.StringFlag{Name: "id-prefix", Value: "bench-", EnvVars: envVars("id-prefix"),
+			&cli.StringFlag{Name: "id-prefix", Value: "bench-", EnvVars: e.EnvVars("id-prefix"),
 				Usage: "worker ids are PREFIX0, PREFIX1, ..."},
-			&cli.StringFlag{Name: "log-level", Value: "error", EnvVars: envVars("log-level"),
+			&cli.StringFlag{Name: "log-level", Value: "error", EnvVars: e.EnvVars("log-level"),
 				Usage: "simulated workers' log level: debug, info, warn or error"},
-			&cli.StringFlag{Name: "log-format", Value: "text", EnvVars: envVars("log-format"), Usage: "text or json"},
-			&cli.StringFlag{Name: "pprof-addr", EnvVars: envVars("pprof-addr"),
+			&cli.StringFlag{Name: "log-format", Value: "text", EnvVars: e.EnvVars("log-format"), Usage: "text or json"},
+			&cli.StringFlag{Name: "pprof-addr", EnvVars: e.EnvVars("pprof-addr"),
 				Usage: "serve this process's Go profiles on HOST:PORT under /debug/pprof/ (to see what the simulated side costs)"},
 		),
-		Action: benchWorkersAction,
+		Action: e.workersAction,
 	}
 }
 
@@ -74,12 +74,12 @@ type benchWorkersConfig struct {
 	prefix      string
 }
 
-func parseBenchWorkers(c *cli.Context) (benchWorkersConfig, error) {
+func (e Env) parseWorkers(c *cli.Context) (benchWorkersConfig, error) {
 	cfg := benchWorkersConfig{tlsDir: c.String("tls-dir"), workers: c.Int("workers"), duration: c.Duration("duration"),
 		interval: c.Duration("heartbeat-interval"), ramp: c.Duration("ramp"), perSocket: c.Int("workers-per-socket"),
 		prefix: c.String("id-prefix")}
 	var err error
-	if cfg.controllers, err = parseControllerAddrs(c.String("controllers")); err != nil {
+	if cfg.controllers, err = e.ParseControllers(c.String("controllers")); err != nil {
 		return cfg, err
 	}
 	switch {
@@ -119,11 +119,11 @@ type benchRun struct {
 	alive     atomic.Int64
 }
 
-func benchWorkersAction(c *cli.Context) error {
-	if err := wantArgs(c, 0); err != nil {
+func (e Env) workersAction(c *cli.Context) error {
+	if err := e.WantArgs(c, 0); err != nil {
 		return err
 	}
-	cfg, err := parseBenchWorkers(c)
+	cfg, err := e.parseWorkers(c)
 	if err != nil {
 		return err
 	}
@@ -137,7 +137,7 @@ func benchWorkersAction(c *cli.Context) error {
 		}
 		defer closePprof()
 	}
-	lead, err := findLeader(ctx, c)
+	lead, err := e.findLeader(ctx, c)
 	if err != nil {
 		return err
 	}
@@ -167,7 +167,7 @@ func benchWorkersAction(c *cli.Context) error {
 	}()
 	run := &benchRun{}
 	sims := make([]*simWorker, 0, cfg.workers)
-	logger, err := newLogger(c, c.App.ErrWriter)
+	logger, err := e.NewLogger(c, c.App.ErrWriter)
 	if err != nil {
 		return err
 	}
@@ -332,7 +332,7 @@ func (l *benchLeader) locality() string {
 }
 
 // findLeader asks each endpoint until one says it is the leader.
-func findLeader(ctx context.Context, c *cli.Context) (*benchLeader, error) {
+func (e Env) findLeader(ctx context.Context, c *cli.Context) (*benchLeader, error) {
 	eps := splitList(c.String("endpoints"))
 	var lastErr error
 	for _, ep := range eps {
@@ -359,7 +359,7 @@ func findLeader(ctx context.Context, c *cli.Context) (*benchLeader, error) {
 		return l, nil
 	}
 	if lastErr != nil {
-		return nil, explain("find the leader among --endpoints", lastErr)
+		return nil, e.Explain("find the leader among --endpoints", lastErr)
 	}
 	return nil, fmt.Errorf("none of --endpoints %v is the leader: list every controller's API URL", eps)
 }

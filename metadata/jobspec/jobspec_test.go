@@ -1,0 +1,96 @@
+package jobspec
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/corral-dev/corral/metadata"
+)
+
+// webJSON and webYAML are one spec in its two forms.
+const (
+	webJSON = `{"name": "web", "task": {"command": "sleep", "args": ["60"],
+		"resources": {"cpu_millis": 100, "memory_mb": 64}}}`
+	webYAML = "name: web\ntask:\n  command: sleep\n  args: [\"60\"]\n  resources: {cpu_millis: 100, memory_mb: 64}\n"
+)
+
+func TestParse_DefaultsAndYAML(t *testing.T) {
+	t.Parallel()
+	spec, err := Parse([]byte(webJSON))
+	require.NoError(t, err)
+	require.Equal(t, metadata.JobService, spec.Type)
+	require.Equal(t, 1, spec.Count)
+	require.Equal(t, metadata.PlaceSpread, spec.Placement)
+	require.Equal(t, metadata.Duration(5*time.Second), spec.Task.KillTimeout)
+
+	yamlSpec, err := Parse([]byte(webYAML))
+	require.NoError(t, err)
+	require.True(t, spec.Equal(yamlSpec), "YAML and JSON forms of one spec are equal")
+}
+
+// invalidSpecs are specs Parse rejects, each with the field its first problem names.
+var invalidSpecs = []struct {
+	name  string
+	spec  string
+	field string
+}{
+	{"no name", `{"task": {"command": "x"}}`, "name"},
+	{"bad name", `{"name": "bad name!", "task": {"command": "x"}}`, "name"},
+	{"unknown type", `{"name": "a", "type": "cron", "task": {"command": "x"}}`, "type"},
+	{"negative count", `{"name": "a", "count": -1, "task": {"command": "x"}}`, "count"},
+	{"singleton count", `{"name": "a", "count": 2, "singleton": true, "task": {"command": "x"}}`, "count"},
+	{"no command", `{"name": "a", "task": {}}`, "task.command"},
+	{"negative cpu", `{"name": "a", "task": {"command": "x", "resources": {"cpu_millis": -5}}}`, "task.resources.cpu_millis"},
+	{"bad duration", `{"name": "a", "task": {"command": "x", "kill_timeout": "forever"}}`, "(spec)"},
+	{"unknown operator", `{"name": "a", "task": {"command": "x"}, "constraints": [{"label": "zone", "operator": "~"}]}`,
+		"constraints[0].operator"},
+	{"in without values", `{"name": "a", "task": {"command": "x"}, "constraints": [{"label": "zone", "operator": "in"}]}`,
+		"constraints[0].values"},
+	{"unknown placement", `{"name": "a", "task": {"command": "x"}, "placement": "random"}`, "placement"},
+	{"negative attempts", `{"name": "a", "task": {"command": "x"}, "restart": {"attempts": -1}}`, "restart.attempts"},
+	{"unknown field", `{"name": "a", "task": {"command": "x"}, "colour": "red"}`, "(spec)"},
+	{"empty", ``, "(spec)"},
+	{"trailing data", `{"name": "a", "task": {"command": "x"}} {}`, "(spec)"},
+	{"not YAML", "name: [web\n", "(spec)"},
+	{"YAML without a JSON form", "name: a\ntask: {command: x}\n1: one\n", "(spec)"},
+	{"YAML unknown field", "name: a\ntask: {command: x}\ncolour: red\n", "(spec)"},
+	{"YAML bad field", "name: a\ntask: {command: x}\ncount: 0\nsingleton: true\nplacement: random\n", "placement"},
+	{"too large", `{"name": "a", "task": {"command": "x"}}` + strings.Repeat(" ", metadata.MaxSpecBytes), "(spec)"},
+}
+
+func TestParse_ErrorsNameTheField(t *testing.T) {
+	t.Parallel()
+	for _, tc := range invalidSpecs {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := Parse([]byte(tc.spec))
+			require.ErrorIs(t, err, metadata.ErrInvalid, tc.spec)
+			fields := metadata.SpecFields(err)
+			require.NotEmpty(t, fields, tc.spec)
+			require.Equal(t, tc.field, fields[0].Field, "%s: %v", tc.spec, err)
+		})
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(`{"name": "web", "task": {"command": "sleep"}}`))
+	f.Add([]byte("name: x\ntask: {command: y}\n"))
+	f.Add([]byte(`{"name": "a", "constraints": [{"label": "l", "operator": "in", "values": ["x"]}]}`))
+	f.Add([]byte(webJSON))
+	f.Add([]byte(webYAML))
+	for _, tc := range invalidSpecs {
+		f.Add([]byte(tc.spec))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		spec, err := Parse(data)
+		if err == nil {
+			require.NoError(t, spec.Validate(), "a parsed spec is valid")
+			return
+		}
+		require.ErrorIs(t, err, metadata.ErrInvalid, "every parse error is a spec error")
+		require.NotEmpty(t, metadata.SpecFields(err), "every parse error names a field")
+	})
+}
