@@ -23,6 +23,7 @@ import (
 
 	"github.com/corral-dev/corral/metadata"
 	"github.com/corral-dev/corral/raftlog"
+	"github.com/corral-dev/corral/roles/controller/sessions"
 	"github.com/corral-dev/corral/transport"
 )
 
@@ -60,12 +61,12 @@ type Controller struct {
 	// leaderHooks run on the raft loop when this controller gains or loses
 	// leadership (term is the new term); they must not block.
 	leaderHooks []func(isLeader bool, term uint64)
-	leaders     leaderHistory    // leader changes of the last hour (dashboard)
-	fwdProps    chan *pb.Message // proposals forwarded by followers (forward.go)
-	workers     *sessionManager  // worker sessions (sessions.go)
-	sched       *schedLoop       // evaluations while leading (scheduler_loop.go)
-	lessor      *lessor          // lease deadlines while leading (leases.go)
-	hub         *watchHub        // watch history and fan-out (watch.go)
+	leaders     leaderHistory     // leader changes of the last hour (dashboard)
+	fwdProps    chan *pb.Message  // proposals forwarded by followers (forward.go)
+	workers     *sessions.Manager // worker sessions (sessions_adapter.go)
+	sched       *schedLoop        // evaluations while leading (scheduler_loop.go)
+	lessor      *lessor           // lease deadlines while leading (leases.go)
+	hub         *watchHub         // watch history and fan-out (watch.go)
 
 	leasesExpired prometheus.Counter // leases.go
 
@@ -349,7 +350,7 @@ func (c *Controller) Close() error {
 		close(c.stopc)
 		<-c.done
 		if c.workers != nil {
-			c.workers.close() // after the raft loop: no leadership hook runs any more
+			c.workers.Close() // after the raft loop: no leadership hook runs any more
 		}
 		if c.sched != nil {
 			c.sched.close()

@@ -51,7 +51,7 @@ func (c *Controller) handleAllocLogs(w http.ResponseWriter, r *http.Request) {
 	if tail >= 0 {
 		req.Offset, req.Tail = -1, uint64(tail)
 	}
-	d, err := c.workers.fetchLog(r.Context(), a.Worker, req)
+	d, err := c.fetchLog(r.Context(), a.Worker, req)
 	if err == nil && d.Err != "" {
 		err = &apiError{Status: http.StatusNotFound, Code: "log_unavailable", Message: d.Err}
 	}
@@ -92,7 +92,7 @@ func (c *Controller) copyLog(ctx context.Context, w http.ResponseWriter, worker 
 			}
 			if a, ok := c.State().Allocation(req.AllocID); !ok || a.State.Terminal() {
 				// One more read catches what was written before the end.
-				if last, err := c.workers.fetchLog(ctx, worker, req); err == nil && len(last.Data) > 0 {
+				if last, err := c.fetchLog(ctx, worker, req); err == nil && len(last.Data) > 0 {
 					_, _ = w.Write(last.Data)
 					flush()
 				}
@@ -105,7 +105,7 @@ func (c *Controller) copyLog(ctx context.Context, w http.ResponseWriter, worker 
 			}
 		}
 		var err error
-		if d, err = c.workers.fetchLog(ctx, worker, req); err != nil || d.Err != "" {
+		if d, err = c.fetchLog(ctx, worker, req); err != nil || d.Err != "" {
 			return
 		}
 	}

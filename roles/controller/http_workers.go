@@ -59,13 +59,11 @@ func msTime(ms int64) string {
 
 // workerView merges the replicated workers with the leader's liveness.
 func (c *Controller) workerView(now time.Time) workersJSON {
-	views, leader := c.workers.views(now)
+	views, leader := c.workers.Views(now)
 	out := workersJSON{Source: "follower", NodeID: c.cfg.NodeID, LeaderID: c.LeaderID(), Workers: []workerJSON{}}
 	if leader {
 		out.Source = "leader"
-		c.workers.mu.Lock()
-		out.ControllerEpoch = c.workers.ctrlEpoch
-		c.workers.mu.Unlock()
+		out.ControllerEpoch = c.workers.ControllerEpoch()
 	}
 	for _, w := range c.State().Workers() {
 		wj := workerJSON{
@@ -80,16 +78,16 @@ func (c *Controller) workerView(now time.Time) workersJSON {
 		if wj.Labels == nil {
 			wj.Labels = map[string]string{}
 		}
-		if v, ok := views[w.ID]; ok && v.epoch == w.Epoch && (w.State == metadata.WorkerAlive || w.State == metadata.WorkerDraining) {
-			if v.suspect && w.State == metadata.WorkerAlive {
+		if v, ok := views[w.ID]; ok && v.Epoch == w.Epoch && (w.State == metadata.WorkerAlive || w.State == metadata.WorkerDraining) {
+			if v.Suspect && w.State == metadata.WorkerAlive {
 				wj.State = "suspect"
 			}
-			if v.heard {
-				age := v.age.Milliseconds()
+			if v.Heard {
+				age := v.Age.Milliseconds()
 				wj.LastHeartbeatAgeMS = &age
 			}
-			if v.load != nil {
-				wj.Load = &loadJSON{CPUMillis: v.load.CPUMillis, MemoryMB: v.load.MemoryMB, RunningTasks: v.load.RunningTasks}
+			if v.Load != nil {
+				wj.Load = &loadJSON{CPUMillis: v.Load.CPUMillis, MemoryMB: v.Load.MemoryMB, RunningTasks: v.Load.RunningTasks}
 			}
 		}
 		out.Workers = append(out.Workers, wj)
