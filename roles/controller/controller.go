@@ -23,6 +23,7 @@ import (
 
 	"github.com/corral-dev/corral/metadata"
 	"github.com/corral-dev/corral/raftlog"
+	"github.com/corral-dev/corral/roles/controller/coord"
 	"github.com/corral-dev/corral/roles/controller/sessions"
 	"github.com/corral-dev/corral/transport"
 )
@@ -65,10 +66,10 @@ type Controller struct {
 	fwdProps    chan *pb.Message  // proposals forwarded by followers (forward.go)
 	workers     *sessions.Manager // worker sessions (sessions_adapter.go)
 	sched       *schedLoop        // evaluations while leading (scheduler_loop.go)
-	lessor      *lessor           // lease deadlines while leading (leases.go)
-	hub         *watchHub         // watch history and fan-out (watch.go)
+	lessor      *coord.Lessor     // lease deadlines while leading (coord_loop.go)
+	hub         *coord.Hub        // watch history and fan-out (coord_loop.go)
 
-	leasesExpired prometheus.Counter // leases.go
+	leasesExpired prometheus.Counter // coord_loop.go
 
 	http    *http.Server
 	httpLn  net.Listener
@@ -143,7 +144,7 @@ func Start(cfg Config) (*Controller, error) {
 	go c.forwardLoop()
 	go c.reads.run()
 	go c.promoteLoop()
-	go c.expireLoop() // leases.go
+	go c.expireLoop() // coord_loop.go
 	if cfg.HTTPAddr != "" {
 		if err := c.startHTTP(); err != nil {
 			c.Close()
@@ -341,7 +342,7 @@ func (c *Controller) currentConfState() *pb.ConfState {
 // Close stops the HTTP server, raft and the transport, then closes the log.
 func (c *Controller) Close() error {
 	c.closeMu.Do(func() {
-		c.hub.close() // end watch streams first (watch.go)
+		c.hub.Close() // end watch streams first
 		if c.http != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			_ = c.http.Shutdown(ctx)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/metadata"
+	"github.com/corral-dev/corral/roles/controller/coord"
 )
 
 // Coordination API limits.
@@ -162,8 +163,8 @@ func (c *Controller) keepAlive(ctx context.Context, ids []int64) (alive []leaseJ
 			missing = append(missing, id)
 			continue
 		}
-		switch err := c.lessor.refresh(id, time.Duration(l.TTLMS)*time.Millisecond, start); {
-		case errors.Is(err, errLeaseExpiring):
+		switch err := c.refreshLease(id, time.Duration(l.TTLMS)*time.Millisecond, start); {
+		case errors.Is(err, coord.ErrLeaseExpiring):
 			missing = append(missing, id)
 			continue
 		case err != nil:
@@ -239,7 +240,7 @@ func (c *Controller) handleLeaseGet(w http.ResponseWriter, r *http.Request, _ []
 	}
 	out := leaseOut(id, l.TTLMS)
 	out.Keys, out.Locks = l.Keys, l.Locks
-	if rem, ok := c.lessor.remaining(id, time.Duration(l.TTLMS)*time.Millisecond); ok {
+	if rem, ok := c.lessor.Remaining(id, time.Duration(l.TTLMS)*time.Millisecond); ok {
 		ms := rem.Milliseconds()
 		out.RemainingMS = &ms
 	}

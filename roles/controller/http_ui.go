@@ -162,9 +162,7 @@ func (c *Controller) handleEvents(w http.ResponseWriter, r *http.Request) {
 
 // uiStopping reports whether Close has begun (it closes the hub first).
 func (c *Controller) uiStopping() bool {
-	c.hub.mu.Lock()
-	defer c.hub.mu.Unlock()
-	return c.hub.closed
+	return c.hub.Closed()
 }
 
 // summary builds one summary from the same views GET /v1/cluster and
@@ -176,7 +174,7 @@ func (c *Controller) summary(ctx context.Context, auth string, withPeers bool) u
 	s := uiSummary{
 		At: now.UTC().Format(time.RFC3339Nano), NodeID: c.cfg.NodeID, LeaderID: cw.LeaderID, Term: cw.Term,
 		Cluster: cw, Workers: cw.Workers, Figures: c.figures(),
-		Counts:      uiCounts{Keys: st.Count(), Leases: st.LeaseCount(), Revision: st.Revision(), Watchers: c.hub.watchers()},
+		Counts:      uiCounts{Keys: st.Count(), Leases: st.LeaseCount(), Revision: st.Revision(), Watchers: c.hub.Watchers()},
 		Allocations: map[string]int{}, LeaderChanges: c.leaders.lastHour(now),
 	}
 	for state, n := range st.AllocCounts() {

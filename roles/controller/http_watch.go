@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/metadata"
+	"github.com/corral-dev/corral/roles/controller/coord"
 )
 
 // DefaultWatchProgress is how often an idle watch gets a progress line.
@@ -72,16 +73,16 @@ func (c *Controller) handleWatch(w http.ResponseWriter, r *http.Request) {
 		writeError(w, badRequest("streaming is not supported on this connection"))
 		return
 	}
-	wt, backlog, last, err := c.hub.subscribe(prefix, from)
+	wt, backlog, last, err := c.subscribeWatch(prefix, from)
 	if err != nil {
-		if we, ok := err.(*watchError); ok {
+		if we, ok := err.(*coord.WatchError); ok {
 			writeJSON(w, http.StatusGone, &watchErrorJSON{Message: we.Message, Code: we.Code, OldestRevision: we.Oldest})
 			return
 		}
 		writeError(w, err)
 		return
 	}
-	defer c.hub.unsubscribe(wt)
+	defer c.hub.Unsubscribe(wt)
 	if from == 0 {
 		from = last + 1
 	}
@@ -106,7 +107,7 @@ func (c *Controller) handleWatch(w http.ResponseWriter, r *http.Request) {
 	idle := true
 	for {
 		select {
-		case ev := <-wt.ch:
+		case ev := <-wt.Events():
 			if ev.ModRevision <= sent {
 				continue
 			}
@@ -116,8 +117,8 @@ func (c *Controller) handleWatch(w http.ResponseWriter, r *http.Request) {
 			sent = ev.ModRevision
 			idle = false
 			// Drain what is queued before flushing.
-			for len(wt.ch) > 0 {
-				ev := <-wt.ch
+			for len(wt.Events()) > 0 {
+				ev := <-wt.Events()
 				if ev.ModRevision > sent {
 					if err := je.Encode(eventLine(ev, enc)); err != nil {
 						return
@@ -131,23 +132,23 @@ func (c *Controller) handleWatch(w http.ResponseWriter, r *http.Request) {
 				idle = true
 				continue
 			}
-			if cur := c.hub.current(); len(wt.ch) == 0 {
+			if cur := c.hub.Current(); len(wt.Events()) == 0 {
 				if err := je.Encode(watchLine{Type: "progress", Revision: max(cur, sent)}); err != nil {
 					return
 				}
 				fl.Flush()
 			}
-		case <-wt.cut:
+		case <-wt.Cut():
 			// Deliver what is buffered, then the error.
-			for len(wt.ch) > 0 {
-				ev := <-wt.ch
+			for len(wt.Events()) > 0 {
+				ev := <-wt.Events()
 				if ev.ModRevision > sent {
 					_ = je.Encode(eventLine(ev, enc))
 					sent = ev.ModRevision
 				}
 			}
-			we, _ := wt.err.(*watchError)
-			line := watchLine{Type: "error", Error: wt.err.Error(), Code: "watch_cut", ResumeRevision: sent + 1}
+			we, _ := wt.Err().(*coord.WatchError)
+			line := watchLine{Type: "error", Error: wt.Err().Error(), Code: "watch_cut", ResumeRevision: sent + 1}
 			if we != nil {
 				line.Code = we.Code
 			}
