@@ -160,6 +160,7 @@ type WatchError struct {
 	Oldest int64
 }
 
+// Error returns the message for the user.
 func (e *WatchError) Error() string { return e.Message }
 
 // ErrClosed refuses a subscription once the hub is closed.
