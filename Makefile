@@ -25,4 +25,5 @@ lint:
 	@out="$$(gofmt -l .)"; \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; echo "fix with: gofmt -w ."; exit 1; fi
 	$(GO) vet ./...
+	$(GO) run ./scripts/checkimports
 	GO="$(GO)" ./scripts/check-third-party.sh

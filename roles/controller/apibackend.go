@@ -8,6 +8,7 @@ import (
 	"github.com/corral-dev/corral/metadata"
 	"github.com/corral-dev/corral/roles/backup"
 	"github.com/corral-dev/corral/roles/controller/api"
+	"github.com/corral-dev/corral/roles/controller/coord"
 	"github.com/corral-dev/corral/transport"
 )
 
@@ -20,7 +21,7 @@ func (c *Controller) apiBackend() api.Backend {
 		Store:        apiStore{c},
 		Workers:      apiWorkers{c},
 		Coordination: apiCoord{c},
-		Watches:      apiWatches{c.hub},
+		Watches:      apiWatches{c},
 		Backups:      apiBackups{c},
 	}
 }
@@ -93,7 +94,7 @@ func (a apiWorkers) Workers(now time.Time) api.WorkerList      { return a.c.work
 func (a apiWorkers) WorkerCounts(now time.Time) map[string]int { return a.c.WorkerCounts(now) }
 
 func (a apiWorkers) FetchLog(ctx context.Context, worker string, req transport.LogRequest) (*transport.LogData, error) {
-	return a.c.workers.fetchLog(ctx, worker, req)
+	return a.c.fetchLog(ctx, worker, req)
 }
 
 // apiCoord is what leases and locks need beyond proposals.
@@ -104,7 +105,7 @@ func (a apiCoord) KeepAlive(ctx context.Context, ids []int64) ([]api.LeaseTTL, [
 }
 
 func (a apiCoord) LeaseRemaining(id int64, ttl time.Duration) (time.Duration, bool) {
-	return a.c.lessor.remaining(id, ttl)
+	return a.c.lessor.Remaining(id, ttl)
 }
 
 func (a apiCoord) AwaitLock(ctx context.Context, key string, lease int64, wait time.Duration) (metadata.LockStatus, error) {
@@ -112,49 +113,40 @@ func (a apiCoord) AwaitLock(ctx context.Context, key string, lease int64, wait t
 }
 
 // apiWatches is the watch hub for the API.
-type apiWatches struct{ h *watchHub }
+type apiWatches struct{ c *Controller }
 
 func (a apiWatches) Subscribe(prefix string, from int64) (api.Watch, []metadata.Event, int64, error) {
-	w, backlog, last, err := a.h.subscribe(prefix, from)
-	var we *watchError
-	if errors.As(err, &we) {
-		return nil, nil, 0, &api.WatchError{Code: we.Code, Message: we.Message, Resume: we.Resume, Oldest: we.Oldest}
-	}
+	w, backlog, last, err := a.c.subscribeWatch(prefix, from)
 	if err != nil {
-		return nil, nil, 0, err
+		return nil, nil, 0, watchErr(err)
 	}
 	return apiWatch{w}, backlog, last, nil
 }
 
 func (a apiWatches) Unsubscribe(w api.Watch) {
 	if aw, ok := w.(apiWatch); ok {
-		a.h.unsubscribe(aw.w)
+		a.c.hub.Unsubscribe(aw.w)
 	}
 }
 
-func (a apiWatches) Current() int64 { return a.h.current() }
-func (a apiWatches) Watchers() int  { return a.h.watchers() }
-
-func (a apiWatches) Closed() bool {
-	a.h.mu.Lock()
-	defer a.h.mu.Unlock()
-	return a.h.closed
-}
+func (a apiWatches) Current() int64 { return a.c.hub.Current() }
+func (a apiWatches) Watchers() int  { return a.c.hub.Watchers() }
+func (a apiWatches) Closed() bool   { return a.c.hub.Closed() }
 
 // apiWatch is one open watch.
-type apiWatch struct{ w *watcher }
+type apiWatch struct{ w *coord.Watcher }
 
-func (a apiWatch) Events() <-chan metadata.Event { return a.w.ch }
-func (a apiWatch) Cut() <-chan struct{}          { return a.w.cut }
+func (a apiWatch) Events() <-chan metadata.Event { return a.w.Events() }
+func (a apiWatch) Cut() <-chan struct{}          { return a.w.Cut() }
+func (a apiWatch) Err() error                    { return watchErr(a.w.Err()) }
 
-// Err says why the watch was cut, as the API's WatchError when the hub
-// gave a resume point.
-func (a apiWatch) Err() error {
-	var we *watchError
-	if errors.As(a.w.err, &we) {
+// watchErr turns the hub's resume errors into the API's.
+func watchErr(err error) error {
+	var we *coord.WatchError
+	if errors.As(err, &we) {
 		return &api.WatchError{Code: we.Code, Message: we.Message, Resume: we.Resume, Oldest: we.Oldest}
 	}
-	return a.w.err
+	return err
 }
 
 // apiBackups takes consistent snapshots for the API.

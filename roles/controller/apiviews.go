@@ -8,6 +8,7 @@ import (
 
 	"github.com/corral-dev/corral/metadata"
 	"github.com/corral-dev/corral/roles/controller/api"
+	"github.com/corral-dev/corral/roles/controller/coord"
 	"github.com/corral-dev/corral/roles/controller/fault"
 	"go.etcd.io/raft/v3"
 )
@@ -113,13 +114,11 @@ func (c *Controller) isVoter() bool {
 
 // workerView merges the replicated workers with the leader's liveness.
 func (c *Controller) workerView(now time.Time) api.WorkerList {
-	views, leader := c.workers.views(now)
+	views, leader := c.workers.Views(now)
 	out := api.WorkerList{Source: "follower", NodeID: c.cfg.NodeID, LeaderID: c.LeaderID(), Workers: []api.WorkerInfo{}}
 	if leader {
 		out.Source = "leader"
-		c.workers.mu.Lock()
-		out.ControllerEpoch = c.workers.ctrlEpoch
-		c.workers.mu.Unlock()
+		out.ControllerEpoch = c.workers.ControllerEpoch()
 	}
 	for _, w := range c.State().Workers() {
 		wj := api.WorkerInfo{
@@ -134,16 +133,16 @@ func (c *Controller) workerView(now time.Time) api.WorkerList {
 		if wj.Labels == nil {
 			wj.Labels = map[string]string{}
 		}
-		if v, ok := views[w.ID]; ok && v.epoch == w.Epoch && (w.State == metadata.WorkerAlive || w.State == metadata.WorkerDraining) {
-			if v.suspect && w.State == metadata.WorkerAlive {
+		if v, ok := views[w.ID]; ok && v.Epoch == w.Epoch && (w.State == metadata.WorkerAlive || w.State == metadata.WorkerDraining) {
+			if v.Suspect && w.State == metadata.WorkerAlive {
 				wj.State = "suspect"
 			}
-			if v.heard {
-				age := v.age.Milliseconds()
+			if v.Heard {
+				age := v.Age.Milliseconds()
 				wj.LastHeartbeatAgeMS = &age
 			}
-			if v.load != nil {
-				wj.Load = &api.Load{CPUMillis: v.load.CPUMillis, MemoryMB: v.load.MemoryMB, RunningTasks: v.load.RunningTasks}
+			if v.Load != nil {
+				wj.Load = &api.Load{CPUMillis: v.Load.CPUMillis, MemoryMB: v.Load.MemoryMB, RunningTasks: v.Load.RunningTasks}
 			}
 		}
 		out.Workers = append(out.Workers, wj)
@@ -180,8 +179,8 @@ func (c *Controller) keepAlive(ctx context.Context, ids []int64) (alive []api.Le
 			missing = append(missing, id)
 			continue
 		}
-		switch err := c.lessor.refresh(id, time.Duration(l.TTLMS)*time.Millisecond, start); {
-		case errors.Is(err, errLeaseExpiring):
+		switch err := c.refreshLease(id, time.Duration(l.TTLMS)*time.Millisecond, start); {
+		case errors.Is(err, coord.ErrLeaseExpiring):
 			missing = append(missing, id)
 			continue
 		case err != nil:

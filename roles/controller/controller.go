@@ -22,7 +22,9 @@ import (
 	"github.com/corral-dev/corral/metadata"
 	"github.com/corral-dev/corral/raftlog"
 	"github.com/corral-dev/corral/roles/controller/api"
+	"github.com/corral-dev/corral/roles/controller/coord"
 	"github.com/corral-dev/corral/roles/controller/fault"
+	"github.com/corral-dev/corral/roles/controller/sessions"
 	"github.com/corral-dev/corral/transport"
 )
 
@@ -60,14 +62,14 @@ type Controller struct {
 	// leaderHooks run on the raft loop when this controller gains or loses
 	// leadership (term is the new term); they must not block.
 	leaderHooks []func(isLeader bool, term uint64)
-	leaders     leaderHistory    // leader changes of the last hour (dashboard)
-	fwdProps    chan *pb.Message // proposals forwarded by followers (forward.go)
-	workers     *sessionManager  // worker sessions (sessions.go)
-	sched       *schedLoop       // evaluations while leading (scheduler_loop.go)
-	lessor      *lessor          // lease deadlines while leading (leases.go)
-	hub         *watchHub        // watch history and fan-out (watch.go)
+	leaders     leaderHistory     // leader changes of the last hour (dashboard)
+	fwdProps    chan *pb.Message  // proposals forwarded by followers (forward.go)
+	workers     *sessions.Manager // worker sessions (sessions_adapter.go)
+	sched       *schedLoop        // evaluations while leading (scheduler_loop.go)
+	lessor      *coord.Lessor     // lease deadlines while leading (coord_loop.go)
+	hub         *coord.Hub        // watch history and fan-out (coord_loop.go)
 
-	leasesExpired prometheus.Counter // leases.go
+	leasesExpired prometheus.Counter // coord_loop.go
 
 	api     *api.Server // HTTP API and dashboard (package api)
 	stopc   chan struct{}
@@ -140,7 +142,7 @@ func Start(cfg Config) (*Controller, error) {
 	go c.forwardLoop()
 	go c.reads.run()
 	go c.promoteLoop()
-	go c.expireLoop() // leases.go
+	go c.expireLoop() // coord_loop.go
 	c.api = api.New(api.Config{
 		NodeID: cfg.NodeID, HTTPAddr: cfg.HTTPAddr, APITokenFile: cfg.APITokenFile, HTTPInsecure: cfg.HTTPInsecure,
 		EnablePprof: cfg.EnablePprof, RequestTimeout: cfg.RequestTimeout, TickInterval: cfg.TickInterval,
@@ -350,7 +352,7 @@ func (c *Controller) currentConfState() *pb.ConfState {
 // Close stops the HTTP server, raft and the transport, then closes the log.
 func (c *Controller) Close() error {
 	c.closeMu.Do(func() {
-		c.hub.close() // end watch streams first (watch.go)
+		c.hub.Close() // end watch streams first
 		if c.api != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			_ = c.api.Shutdown(ctx)
@@ -359,7 +361,7 @@ func (c *Controller) Close() error {
 		close(c.stopc)
 		<-c.done
 		if c.workers != nil {
-			c.workers.close() // after the raft loop: no leadership hook runs any more
+			c.workers.Close() // after the raft loop: no leadership hook runs any more
 		}
 		if c.sched != nil {
 			c.sched.close()

@@ -232,46 +232,6 @@ func TestCoord_WatchHTTPResumeAndProgress(t *testing.T) {
 	require.GreaterOrEqual(t, l.Revision, int64(out["revision"].(float64)))
 }
 
-func TestCoord_WatchHubOverflowAndCompaction(t *testing.T) {
-	h := newWatchHub(4, 2)
-	h.reset(10)
-	ev := func(rev int64) metadata.Event {
-		return metadata.Event{Type: metadata.EventPut, Key: "k", ModRevision: rev}
-	}
-	_, _, _, err := h.subscribe("", 10)
-	require.ErrorContains(t, err, "oldest revision available is 11")
-	slow, _, _, err := h.subscribe("", 0)
-	require.NoError(t, err)
-	other, _, _, err := h.subscribe("zzz", 0)
-	require.NoError(t, err)
-	h.publish([]metadata.Event{ev(11), ev(12), ev(13)}) // never blocks
-	select {
-	case <-slow.cut:
-		we := slow.err.(*watchError)
-		require.Equal(t, "watch_overflow", we.Code)
-		require.Equal(t, int64(13), we.Resume)
-	default:
-		t.Fatal("slow watcher was not cut")
-	}
-	require.Len(t, slow.ch, 2)
-	select {
-	case <-other.cut:
-		t.Fatal("a watcher of other keys was cut")
-	default:
-	}
-	// Resume from 13 replays from the window.
-	w, backlog, _, err := h.subscribe("", 13)
-	require.NoError(t, err)
-	require.Equal(t, []metadata.Event{ev(13)}, backlog)
-	h.unsubscribe(w)
-	h.publish([]metadata.Event{ev(14), ev(15)}) // window of 4: 12..15
-	_, _, _, err = h.subscribe("", 11)
-	require.ErrorContains(t, err, "oldest revision available is 12")
-	_, backlog, _, err = h.subscribe("", 12)
-	require.NoError(t, err)
-	require.Len(t, backlog, 4)
-}
-
 func TestCoord_LeaseSurvivesLeaderChange(t *testing.T) {
 	mc := newMemCluster(t, 3, nil)
 	lead := mc.waitLeader(mc.ids()...)
@@ -358,7 +318,7 @@ func TestCoord_LocksThroughFollowersAndCompactedWatch(t *testing.T) {
 	// after the revision it was reset to.)
 	c := mc.node(f[0])
 	rev := c.State().Revision()
-	c.hub.reset(rev)
+	c.hub.Reset(rev)
 	code, out = serve(t, c, "GET", "/v1/watch/?from_revision=1", "")
 	require.Equal(t, http.StatusGone, code)
 	require.Equal(t, "compacted", out["code"])

@@ -23,14 +23,7 @@ func (c *Controller) RaftRole() (leader bool, term uint64) {
 // SessionsSince returns when this controller, as leader, loaded its worker
 // session table: every worker's session timeout counts from then at the
 // earliest. It is the zero time while not leading.
-func (c *Controller) SessionsSince() time.Time {
-	c.workers.mu.Lock()
-	defer c.workers.mu.Unlock()
-	if !c.workers.ready {
-		return time.Time{}
-	}
-	return c.workers.since
-}
+func (c *Controller) SessionsSince() time.Time { return c.workers.Since() }
 
 // SessionCheckEvery is how often the leader looks for expired sessions.
-func (c *Controller) SessionCheckEvery() time.Duration { return c.workers.checkEvery() }
+func (c *Controller) SessionCheckEvery() time.Duration { return c.workers.CheckEvery() }

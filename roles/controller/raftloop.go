@@ -147,7 +147,7 @@ func (c *Controller) installSnapshot(snap *pb.Snapshot) error {
 		return fmt.Errorf("install snapshot at index %d: state machine says it is at %d", idx, st.AppliedIndex())
 	}
 	c.state.Store(st)
-	c.hub.reset(st.Revision())
+	c.hub.Reset(st.Revision())
 	c.snapIndex = idx
 	c.setConfState(snap.GetMetadata().GetConfState())
 	c.syncPeers(snap.GetMetadata().GetConfState())
@@ -180,7 +180,7 @@ func (c *Controller) applyEntries(ents []*pb.Entry) error {
 		switch e.GetType() {
 		case pb.EntryType_EntryNormal:
 			id, res := st.Apply(idx, e.GetData())
-			c.hub.publish(res.Events)
+			c.hub.Publish(res.Events)
 			if errors.Is(res.Err, metadata.ErrUnknownOp) || errors.Is(res.Err, metadata.ErrUnsupportedVersion) {
 				// A newer binary wrote this entry; applying around it would
 				// diverge from the controllers that understand it.

@@ -70,6 +70,15 @@ func (s *schedLoop) close() {
 	s.wg.Wait()
 }
 
+// kick wakes the loop waiting on ch without blocking: a kick already
+// pending covers this one.
+func kick(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
 // jobsChanged wakes the scheduler and the assignment pusher after an entry
 // that touched jobs, allocations or workers applied.
 func (c *Controller) jobsChanged() {
@@ -77,7 +86,7 @@ func (c *Controller) jobsChanged() {
 		kick(c.sched.kick)
 	}
 	if c.workers != nil {
-		c.workers.assignmentsChanged()
+		c.workers.AssignmentsChanged()
 	}
 }
 
@@ -182,17 +191,17 @@ func (c *Controller) workerLoads() map[string]float64 {
 	if c.workers == nil {
 		return out
 	}
-	views, ok := c.workers.views(time.Now())
+	views, ok := c.workers.Views(time.Now())
 	if !ok {
 		return out
 	}
 	st := c.State()
 	for id, v := range views {
-		if v.load == nil {
+		if v.Load == nil {
 			continue
 		}
 		if w, ok := st.Worker(id); ok && w.Capacity.CPUMillis > 0 {
-			out[id] = min(1, float64(v.load.CPUMillis)/float64(w.Capacity.CPUMillis))
+			out[id] = min(1, float64(v.Load.CPUMillis)/float64(w.Capacity.CPUMillis))
 		}
 	}
 	return out

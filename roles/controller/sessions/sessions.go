@@ -1,4 +1,10 @@
-package controller
+// Package sessions keeps the worker sessions at the leader: it registers
+// workers, takes their heartbeats, fences the ones that fall silent,
+// pushes them their assignments, commits their allocation reports and
+// relays log reads to them. Liveness lives only in the leader's memory;
+// only transitions (registered, fenced, left) and reports go through raft,
+// by way of the Cluster the controller hands in.
+package sessions
 
 import (
 	"context"
@@ -8,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/corral-dev/corral/metadata"
 	"github.com/corral-dev/corral/transport"
 )
@@ -16,7 +24,52 @@ import (
 // leader fences it. The worker's self-fence time derives from the same value.
 const DefaultSessionTimeout = transport.DefaultSessionTimeout
 
-// sessionManager is the leader's in-memory view of worker liveness, in the
+// Cluster is what the sessions need of the controller they run in: the
+// replicated state, proposals through raft, and who leads. The controller
+// implements it; declaring it here keeps this package from depending on
+// the controller.
+type Cluster interface {
+	// State returns the current replicated state (read-only use).
+	State() *metadata.State
+	// ProposePayload proposes a worker command, waits until this
+	// controller applied it and folds the apply error into err.
+	ProposePayload(ctx context.Context, op metadata.Op, payload any) (metadata.Result, error)
+	// Term returns the current raft term.
+	Term() uint64
+	// LeaderID returns the leader this controller knows of, 0 if none.
+	LeaderID() uint64
+	// MemberAddress returns a controller's cluster and HTTP addresses,
+	// "" where unknown.
+	MemberAddress(id uint64) (cluster, httpAddr string)
+	// LinearizableRead returns once this controller, as leader, has
+	// applied every entry committed before the call.
+	LinearizableRead(ctx context.Context) error
+}
+
+// Config is what a Manager is started with besides its Cluster.
+type Config struct {
+	// NodeID is this controller's raft id (a redirect must not point a
+	// worker back at us).
+	NodeID uint64
+	// SessionTimeout is how long a worker may stay silent before it is
+	// fenced.
+	SessionTimeout time.Duration
+	// RequestTimeout bounds each catch-up read a new leader makes before
+	// it takes over the sessions.
+	RequestTimeout time.Duration
+	// Logger is the controller's logger; the manager adds its component.
+	Logger *slog.Logger
+	// Registerer receives the session metrics; nil registers none.
+	Registerer prometheus.Registerer
+	// Listener accepts worker streams; nil: this controller accepts no
+	// workers (tests drive the manager directly).
+	Listener transport.StreamListener
+	// Stopped is the error ProposePayload returns once the controller is
+	// shutting down: an expected failure, not logged.
+	Stopped error
+}
+
+// Manager is the leader's in-memory view of worker liveness, in the
 // style of nomad's heartbeat.go: heartbeats update a map under a short
 // mutex on the stream goroutines and are never written to the log; only
 // transitions (registered, fenced, left) are proposed. Nothing here waits
@@ -26,8 +79,9 @@ const DefaultSessionTimeout = transport.DefaultSessionTimeout
 // committed entry (a linearizable read), then tracks every alive worker as
 // if it had just heard from it: it cannot know what the previous leader
 // received, so each worker gets a full session timeout from that moment.
-type sessionManager struct {
-	c       *Controller
+type Manager struct {
+	c       Cluster
+	cfg     Config
 	log     *slog.Logger
 	met     *sessionMetrics
 	timeout time.Duration
@@ -48,7 +102,7 @@ type sessionManager struct {
 	registering map[string]bool
 	fencing     bool // a fence proposal is in flight
 
-	jobs sessionJobs // assignments, reports and log reads (sessions_jobs.go)
+	jobs sessionJobs // assignments, reports and log reads (jobs.go)
 }
 
 // session is one worker's liveness at the leader.
@@ -70,25 +124,16 @@ type session struct {
 	skippedEmpty bool
 }
 
-func (c *Controller) startWorkerSessions() error {
-	m := &sessionManager{
-		c: c, log: c.log.With("component", "sessions"), timeout: c.cfg.SessionTimeout,
-		sessions: map[string]*session{}, registering: map[string]bool{},
+// New starts the session manager: its fence checker, assignment pusher
+// and report committer, and, with a listener, the accept loop. It stays
+// idle until LeadershipChanged says this controller leads.
+func New(c Cluster, cfg Config) *Manager {
+	m := &Manager{
+		c: c, cfg: cfg, log: cfg.Logger.With("component", "sessions"), timeout: cfg.SessionTimeout,
+		ln: cfg.Listener, sessions: map[string]*session{}, registering: map[string]bool{},
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
-	m.met = newSessionMetrics(c.reg, m)
-	m.ln = c.cfg.WorkerListener
-	if m.ln == nil {
-		if q, ok := c.tr.(*transport.QUIC); ok {
-			ln, err := q.ListenStreams(transport.ALPNWorker)
-			if err != nil {
-				return fmt.Errorf("listen for workers: %w", err)
-			}
-			m.ln = ln
-		}
-	}
-	c.workers = m
-	c.leaderHooks = append(c.leaderHooks, m.leadershipChanged)
+	m.met = newSessionMetrics(cfg.Registerer)
 	m.jobs.init()
 	m.wg.Go(m.checkLoop)
 	m.wg.Go(m.pushLoop)
@@ -96,10 +141,12 @@ func (c *Controller) startWorkerSessions() error {
 	if m.ln != nil {
 		m.wg.Go(m.acceptLoop)
 	}
-	return nil
+	return m
 }
 
-func (m *sessionManager) close() {
+// Close stops every loop and stream and waits for them. Call it once no
+// leadership change can arrive any more.
+func (m *Manager) Close() {
 	m.mu.Lock()
 	m.closed = true
 	m.mu.Unlock()
@@ -110,9 +157,15 @@ func (m *sessionManager) close() {
 	m.wg.Wait()
 }
 
-// leadershipChanged is a leader hook: it runs on the raft loop and must not
-// block.
-func (m *sessionManager) leadershipChanged(isLeader bool, term uint64) {
+// stopped reports whether err is the controller shutting down.
+func (m *Manager) stopped(err error) bool {
+	return m.cfg.Stopped != nil && errors.Is(err, m.cfg.Stopped)
+}
+
+// LeadershipChanged tells the manager this controller gained (isLeader)
+// or lost leadership in term. It is a leader hook: it runs on the raft
+// loop and must not block.
+func (m *Manager) LeadershipChanged(isLeader bool, term uint64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.gen++
@@ -128,7 +181,7 @@ func (m *sessionManager) leadershipChanged(isLeader bool, term uint64) {
 }
 
 // current reports whether gen is still the live leadership.
-func (m *sessionManager) current(gen uint64) bool {
+func (m *Manager) current(gen uint64) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.gen == gen && m.leading && !m.closed
@@ -136,10 +189,10 @@ func (m *sessionManager) current(gen uint64) bool {
 
 // takeOver loads the registered workers once this leader has applied every
 // committed entry, giving each a full session timeout from now.
-func (m *sessionManager) takeOver(gen, term uint64) {
+func (m *Manager) takeOver(gen, term uint64) {
 	for m.current(gen) {
-		ctx, cancel := context.WithTimeout(m.ctx, m.c.cfg.RequestTimeout)
-		err := m.c.linearizableRead(ctx)
+		ctx, cancel := context.WithTimeout(m.ctx, m.cfg.RequestTimeout)
+		err := m.c.LinearizableRead(ctx)
 		cancel()
 		if err == nil {
 			break
@@ -164,16 +217,16 @@ func (m *sessionManager) takeOver(gen, term uint64) {
 		"fence_silent_after", m.timeout)
 }
 
-// checkEvery is how often the leader looks for expired sessions: a
+// CheckEvery is how often the leader looks for expired sessions: a
 // twentieth of the timeout, at most 100 ms, so a fence is proposed no later
 // than timeout + 100 ms after the last heartbeat. A scan of 10,000 sessions
 // takes well under a millisecond.
-func (m *sessionManager) checkEvery() time.Duration {
+func (m *Manager) CheckEvery() time.Duration {
 	return min(max(m.timeout/20, 10*time.Millisecond), 100*time.Millisecond)
 }
 
-func (m *sessionManager) checkLoop() {
-	t := time.NewTicker(m.checkEvery())
+func (m *Manager) checkLoop() {
+	t := time.NewTicker(m.CheckEvery())
 	defer t.Stop()
 	for {
 		select {
@@ -188,7 +241,7 @@ func (m *sessionManager) checkLoop() {
 // check proposes one fence for every session silent for longer than the
 // timeout. Only one fence proposal is in flight at a time; a slow commit
 // just makes the next one bigger.
-func (m *sessionManager) check(now time.Time) {
+func (m *Manager) check(now time.Time) {
 	m.mu.Lock()
 	if !m.ready || m.fencing || m.closed {
 		m.mu.Unlock()
@@ -211,8 +264,8 @@ func (m *sessionManager) check(now time.Time) {
 	m.wg.Go(func() { m.fence(gen, epoch, refs, now) })
 }
 
-func (m *sessionManager) fence(gen, epoch uint64, refs []metadata.WorkerEpochRef, now time.Time) {
-	_, err := m.c.proposePayload(m.ctx, metadata.OpWorkerFence, metadata.WorkerTransition{
+func (m *Manager) fence(gen, epoch uint64, refs []metadata.WorkerEpochRef, now time.Time) {
+	_, err := m.c.ProposePayload(m.ctx, metadata.OpWorkerFence, metadata.WorkerTransition{
 		Workers: refs, Reason: "session_timeout", ControllerEpoch: epoch, AtMS: now.UnixMilli()})
 	st := m.c.State()
 	var streams []transport.Stream
@@ -244,7 +297,7 @@ func (m *sessionManager) fence(gen, epoch uint64, refs []metadata.WorkerEpochRef
 	}
 	m.mu.Unlock()
 	if err != nil {
-		if !errors.Is(err, ErrStopped) && m.ctx.Err() == nil {
+		if !m.stopped(err) && m.ctx.Err() == nil {
 			m.log.Warn("could not commit worker fence; will retry", "workers", len(refs), "err", err)
 		}
 		return
@@ -257,23 +310,23 @@ func (m *sessionManager) fence(gen, epoch uint64, refs []metadata.WorkerEpochRef
 
 // redirect answers a worker that reached a controller that is not (or not
 // yet) the leader.
-func (m *sessionManager) redirect(seq uint64) transport.ControllerMessage {
+func (m *Manager) redirect(seq uint64) transport.ControllerMessage {
 	lead := m.c.LeaderID()
-	if lead == m.c.cfg.NodeID {
+	if lead == m.cfg.NodeID {
 		// Raft made us leader but the hook has not run yet.
 		return &transport.Refused{ControllerEpoch: m.c.Term(), Seq: seq, Code: transport.RefuseNotReady,
 			Message: "this controller is becoming the leader"}
 	}
 	var addr string
 	if lead != 0 {
-		addr, _ = m.c.memberAddress(lead)
+		addr, _ = m.c.MemberAddress(lead)
 	}
 	m.met.redirects.Inc()
 	return &transport.Redirect{ControllerEpoch: m.c.Term(), Seq: seq, LeaderID: lead, LeaderAddr: addr}
 }
 
 // heartbeat handles one heartbeat on the worker's stream goroutine.
-func (m *sessionManager) heartbeat(stream transport.Stream, out *streamWriter, hb *transport.Heartbeat) transport.ControllerMessage {
+func (m *Manager) heartbeat(stream transport.Stream, out *streamWriter, hb *transport.Heartbeat) transport.ControllerMessage {
 	now := time.Now()
 	m.mu.Lock()
 	if !m.leading {
@@ -318,7 +371,7 @@ func (m *sessionManager) heartbeat(stream transport.Stream, out *streamWriter, h
 	if pushDue {
 		// The pusher reads the replicated state; this path never takes the
 		// state's lock, so a long apply cannot delay a heartbeat.
-		m.assignmentsChanged()
+		m.AssignmentsChanged()
 	}
 	m.met.heartbeats.Inc()
 	if hb.Leaving {
@@ -330,8 +383,8 @@ func (m *sessionManager) heartbeat(stream transport.Stream, out *streamWriter, h
 
 // leave commits that a worker shut down cleanly, so it is marked left at
 // once instead of being fenced after the timeout.
-func (m *sessionManager) leave(gen, epoch uint64, hb *transport.Heartbeat) transport.ControllerMessage {
-	_, err := m.c.proposePayload(m.ctx, metadata.OpWorkerLeave, metadata.WorkerTransition{
+func (m *Manager) leave(gen, epoch uint64, hb *transport.Heartbeat) transport.ControllerMessage {
+	_, err := m.c.ProposePayload(m.ctx, metadata.OpWorkerLeave, metadata.WorkerTransition{
 		Workers: []metadata.WorkerEpochRef{{ID: hb.WorkerID, Epoch: hb.Epoch}}, Reason: "shutdown",
 		ControllerEpoch: epoch, AtMS: time.Now().UnixMilli()})
 	if err != nil {
@@ -351,7 +404,7 @@ func (m *sessionManager) leave(gen, epoch uint64, hb *transport.Heartbeat) trans
 
 // register commits a new epoch for a worker. A different process (another
 // incarnation) is refused while the id's session is live.
-func (m *sessionManager) register(stream transport.Stream, out *streamWriter, r *transport.Register) transport.ControllerMessage {
+func (m *Manager) register(stream transport.Stream, out *streamWriter, r *transport.Register) transport.ControllerMessage {
 	now := time.Now()
 	m.mu.Lock()
 	if !m.leading {
@@ -377,7 +430,7 @@ func (m *sessionManager) register(stream transport.Stream, out *streamWriter, r 
 	}
 	if s := m.sessions[r.WorkerID]; s != nil && (s.fencing || now.Sub(s.lastSeen) > m.timeout) {
 		// Let the fence of the old epoch commit first (the checker does it
-		// within checkEvery), so the log reads fenced(old), registered(new).
+		// within CheckEvery), so the log reads fenced(old), registered(new).
 		m.mu.Unlock()
 		return refuse(transport.RefuseNotReady, "busy", "the previous epoch of worker %s is being fenced", r.WorkerID)
 	} else if s != nil && s.incarnation != r.Incarnation {
@@ -404,7 +457,7 @@ func (m *sessionManager) register(stream transport.Stream, out *streamWriter, r 
 		Capacity: metadata.Capacity{CPUMillis: int64(r.CPUMillis), MemoryMB: int64(r.MemoryMB)}, Version: r.Version,
 		ControllerEpoch: epoch, AtMS: now.UnixMilli(),
 	}
-	_, err := m.c.proposePayload(m.ctx, metadata.OpWorkerRegister, reg)
+	_, err := m.c.ProposePayload(m.ctx, metadata.OpWorkerRegister, reg)
 	if err != nil {
 		return refuse(transport.RefuseNotReady, "commit_failed", "could not commit the registration: %v", err)
 	}
@@ -423,45 +476,76 @@ func (m *sessionManager) register(stream transport.Stream, out *streamWriter, r 
 	m.met.registrations.Inc()
 	m.log.Info("worker registered", "worker", r.WorkerID, "epoch", reg.Epoch, "incarnation", r.Incarnation,
 		"controller_epoch", epoch, "remote", stream.RemoteAddr())
-	return &transport.Registered{ControllerEpoch: epoch, Seq: r.Seq, LeaderID: m.c.cfg.NodeID, Epoch: reg.Epoch,
+	return &transport.Registered{ControllerEpoch: epoch, Seq: r.Seq, LeaderID: m.cfg.NodeID, Epoch: reg.Epoch,
 		SessionTimeoutMS: uint64(m.timeout.Milliseconds())}
 }
 
-// liveView is the leader's liveness for one worker, for the API.
-type liveView struct {
-	epoch    uint64
-	age      time.Duration
-	heard    bool
-	suspect  bool
-	load     *transport.WorkerLoad
-	interval time.Duration
+// LiveView is the leader's liveness for one worker, for the API and the
+// scheduler.
+type LiveView struct {
+	// Epoch is the worker epoch the session belongs to; the caller
+	// matches it against the replicated worker before trusting the rest.
+	Epoch uint64
+	// Age is the time since the last heartbeat (or since this leader
+	// took over, when it has not heard from the worker yet).
+	Age time.Duration
+	// Heard is whether this leader has heard from the worker itself.
+	Heard bool
+	// Suspect is whether the worker missed two heartbeats but is not
+	// fenced yet.
+	Suspect bool
+	// Load is the worker's last reported load, nil until one arrived.
+	Load *transport.WorkerLoad
+	// Interval is the worker's heartbeat interval, 0 if unknown.
+	Interval time.Duration
 }
 
-// views returns the liveness of every tracked session; ok is false when
+// Views returns the liveness of every tracked session; ok is false when
 // this controller is not a ready leader.
-func (m *sessionManager) views(now time.Time) (map[string]liveView, bool) {
+func (m *Manager) Views(now time.Time) (map[string]LiveView, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !m.ready {
 		return nil, false
 	}
-	out := make(map[string]liveView, len(m.sessions))
+	out := make(map[string]LiveView, len(m.sessions))
 	for id, s := range m.sessions {
-		v := liveView{epoch: s.epoch, age: now.Sub(s.lastSeen), heard: s.heard, interval: s.interval,
-			suspect: m.suspect(s, now)}
+		v := LiveView{Epoch: s.epoch, Age: now.Sub(s.lastSeen), Heard: s.heard, Interval: s.interval,
+			Suspect: m.suspect(s, now)}
 		if s.loadKnown {
 			l := s.load
-			v.load = &l
+			v.Load = &l
 		}
 		out[id] = v
 	}
 	return out, true
 }
 
+// ControllerEpoch returns the term of this controller's latest leadership
+// change: while it leads, the controller epoch its messages to workers
+// carry.
+func (m *Manager) ControllerEpoch() uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.ctrlEpoch
+}
+
+// Since returns when this controller, as leader, loaded its session
+// table: every worker's session timeout counts from then at the earliest.
+// It is the zero time while not a ready leader.
+func (m *Manager) Since() time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.ready {
+		return time.Time{}
+	}
+	return m.since
+}
+
 // suspect: an alive worker that missed two heartbeats (by its own
 // interval, or a fifth of the session timeout if unknown) but is not fenced
 // yet. The caller holds m.mu.
-func (m *sessionManager) suspect(s *session, now time.Time) bool {
+func (m *Manager) suspect(s *session, now time.Time) bool {
 	late := 2 * s.interval
 	if late <= 0 || late >= m.timeout {
 		late = m.timeout / 5 * 2

@@ -1,4 +1,4 @@
-package controller
+package sessions
 
 import (
 	"bufio"
@@ -40,7 +40,7 @@ func validateRegistration(r *transport.Register) string {
 	return ""
 }
 
-func (m *sessionManager) acceptLoop() {
+func (m *Manager) acceptLoop() {
 	for {
 		s, err := m.ln.Accept(m.ctx)
 		if err != nil {
@@ -56,7 +56,7 @@ func (m *sessionManager) acceptLoop() {
 // serveStream answers one worker's messages in order, on this goroutine:
 // a heartbeat touches nothing but the session map, so it is answered at
 // once whatever apply, scheduling or the API are doing.
-func (m *sessionManager) serveStream(s transport.Stream) {
+func (m *Manager) serveStream(s transport.Stream) {
 	defer s.Close()
 	// The listener closes accepted streams on shutdown too; this also
 	// covers streams handed over by an injected listener.
@@ -144,7 +144,7 @@ func (m *sessionManager) serveStream(s transport.Stream) {
 		if hb, ok := msg.(*transport.Heartbeat); ok && !hb.Leaving { // a leave waits for a commit
 			m.met.handleSeconds.Observe(time.Since(start).Seconds())
 		} else if _, ok := msg.(*transport.Register); ok {
-			m.assignmentsChanged() // the registration moved its assignment version
+			m.AssignmentsChanged() // the registration moved its assignment version
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package controller
+package sessions
 
 import (
 	"testing"
@@ -10,7 +10,7 @@ import (
 // marked; with thousands of workers registering, visiting every session
 // per registration made the ramp O(workers²) at the leader.
 func TestPushCandidates_VisitsOnlyChangedAndMarkedSessions(t *testing.T) {
-	m := &sessionManager{ready: true, sessions: map[string]*session{
+	m := &Manager{ready: true, sessions: map[string]*session{
 		"a": {id: "a", sentVersion: 1}, "b": {id: "b", sentVersion: 2}, "c": {id: "c", sentVersion: 3},
 	}}
 	m.jobs.pushIDs = map[string]struct{}{}

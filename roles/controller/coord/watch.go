@@ -1,6 +1,7 @@
-package controller
+package coord
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -20,11 +21,11 @@ const (
 	DefaultWatchBuffer = 4096
 )
 
-// watchHub keeps a bounded window of recent events and fans them out to
-// watchers. publish never blocks: a watcher whose buffer is full is cut.
+// Hub keeps a bounded window of recent events and fans them out to
+// watchers. Publish never blocks: a watcher whose buffer is full is cut.
 // The window holds every event with revision in (base, last]; after a
 // restart or a snapshot install it starts empty at the current revision.
-type watchHub struct {
+type Hub struct {
 	mu      sync.Mutex
 	base    int64 // events at or below base are not in the window
 	last    int64 // revision of the newest event (or base)
@@ -34,11 +35,13 @@ type watchHub struct {
 	bytes   int // keys and values in the ring
 	cap     int
 	bufSize int
-	subs    map[*watcher]struct{}
+	subs    map[*Watcher]struct{}
 	closed  bool
 }
 
-type watcher struct {
+// Watcher is one subscription: it receives the events of its prefix on
+// Events until it is cut (Cut closes; Err says why).
+type Watcher struct {
 	prefix string
 	ch     chan metadata.Event
 	// cut is closed when the watcher is dropped; err says why.
@@ -47,46 +50,66 @@ type watcher struct {
 	once sync.Once
 }
 
-func (w *watcher) stop(err error) {
+// Events delivers the watcher's events in revision order.
+func (w *Watcher) Events() <-chan metadata.Event { return w.ch }
+
+// Cut is closed when the hub drops the watcher; events already buffered
+// in Events are still readable.
+func (w *Watcher) Cut() <-chan struct{} { return w.cut }
+
+// Err says why the watcher was cut (usually a *WatchError); it is set
+// once Cut is closed, nil before.
+func (w *Watcher) Err() error {
+	select {
+	case <-w.cut:
+		return w.err
+	default:
+		return nil
+	}
+}
+
+func (w *Watcher) stop(err error) {
 	w.once.Do(func() {
 		w.err = err
 		close(w.cut)
 	})
 }
 
-func newWatchHub(history, buf int) *watchHub {
-	return &watchHub{cap: history, bufSize: buf, history: make([]metadata.Event, history), subs: map[*watcher]struct{}{}}
+// NewHub returns a hub that keeps up to history events and lets each
+// watcher fall up to buf events behind.
+func NewHub(history, buf int) *Hub {
+	return &Hub{cap: history, bufSize: buf, history: make([]metadata.Event, history), subs: map[*Watcher]struct{}{}}
 }
 
-// reset drops the window and starts it at rev; every watcher is cut
+// Reset drops the window and starts it at rev; every watcher is cut
 // because events before rev may be missing from its stream.
-func (h *watchHub) reset(rev int64) {
+func (h *Hub) Reset(rev int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.base, h.last, h.start, h.size, h.bytes = rev, rev, 0, 0, 0
 	clear(h.history)
 	for w := range h.subs {
-		w.stop(&watchError{Code: "resume", Resume: rev + 1,
+		w.stop(&WatchError{Code: "resume", Resume: rev + 1,
 			Message: fmt.Sprintf("this controller installed a snapshot at revision %d; resume from a revision still in the window", rev)})
 		delete(h.subs, w)
 	}
 }
 
-// close cuts every watcher and refuses new ones (controller shutdown), so
+// Close cuts every watcher and refuses new ones (controller shutdown), so
 // open streams do not hold up the HTTP server's graceful shutdown.
-func (h *watchHub) close() {
+func (h *Hub) Close() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.closed = true
 	for w := range h.subs {
-		w.stop(&watchError{Code: "resume", Resume: h.last + 1, Message: "controller is stopping; resume on another controller"})
+		w.stop(&WatchError{Code: "resume", Resume: h.last + 1, Message: "controller is stopping; resume on another controller"})
 		delete(h.subs, w)
 	}
 }
 
-// publish records events (in revision order) and hands them to watchers.
+// Publish records events (in revision order) and hands them to watchers.
 // It runs on the raft loop.
-func (h *watchHub) publish(evs []metadata.Event) {
+func (h *Hub) Publish(evs []metadata.Event) {
 	if len(evs) == 0 {
 		return
 	}
@@ -114,7 +137,7 @@ func (h *watchHub) publish(evs []metadata.Event) {
 			select {
 			case w.ch <- ev:
 			default:
-				w.stop(&watchError{Code: "watch_overflow", Resume: ev.ModRevision,
+				w.stop(&WatchError{Code: "watch_overflow", Resume: ev.ModRevision,
 					Message: fmt.Sprintf("watcher fell more than %d events behind; resume from revision %d", h.bufSize, ev.ModRevision)})
 				delete(h.subs, w)
 			}
@@ -124,31 +147,41 @@ func (h *watchHub) publish(evs []metadata.Event) {
 
 func eventBytes(ev metadata.Event) int { return len(ev.Key) + len(ev.Value) + 64 }
 
-// watchError ends a watch; Resume is the revision to resume from and
+// WatchError ends a watch; Resume is the revision to resume from and
 // Oldest the oldest revision still available (compacted errors).
-type watchError struct {
-	Code    string
+type WatchError struct {
+	// Code is the API's error code: resume, watch_overflow or compacted.
+	Code string
+	// Message is for the user.
 	Message string
-	Resume  int64
-	Oldest  int64
+	// Resume is the revision to resume from (resume, watch_overflow).
+	Resume int64
+	// Oldest is the oldest revision still in the window (compacted).
+	Oldest int64
 }
 
-func (e *watchError) Error() string { return e.Message }
+// Error returns the message for the user.
+func (e *WatchError) Error() string { return e.Message }
 
-// subscribe registers a watcher for keys with prefix starting at revision
+// ErrClosed refuses a subscription once the hub is closed.
+var ErrClosed = errors.New("watch hub closed")
+
+// Subscribe registers a watcher for keys with prefix starting at revision
 // from (0: after the current revision) and returns the backlog of events
-// already in the window. A from older than the window fails.
-func (h *watchHub) subscribe(prefix string, from int64) (*watcher, []metadata.Event, int64, error) {
+// already in the window and the newest revision the hub has seen. A from
+// older than the window fails with a *WatchError (compacted), a closed hub
+// with ErrClosed. The caller must Unsubscribe.
+func (h *Hub) Subscribe(prefix string, from int64) (*Watcher, []metadata.Event, int64, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
-		return nil, nil, 0, ErrStopped
+		return nil, nil, 0, ErrClosed
 	}
 	if from == 0 {
 		from = h.last + 1
 	}
 	if from <= h.base {
-		return nil, nil, 0, &watchError{Code: "compacted", Oldest: h.base + 1,
+		return nil, nil, 0, &WatchError{Code: "compacted", Oldest: h.base + 1,
 			Message: fmt.Sprintf("revision %d is no longer in the watch history; the oldest revision available is %d (read the current state and watch from its revision + 1)", from, h.base+1)}
 	}
 	var backlog []metadata.Event
@@ -158,33 +191,43 @@ func (h *watchHub) subscribe(prefix string, from int64) (*watcher, []metadata.Ev
 			backlog = append(backlog, ev)
 		}
 	}
-	w := &watcher{prefix: prefix, ch: make(chan metadata.Event, h.bufSize), cut: make(chan struct{})}
+	w := &Watcher{prefix: prefix, ch: make(chan metadata.Event, h.bufSize), cut: make(chan struct{})}
 	h.subs[w] = struct{}{}
 	return w, backlog, h.last, nil
 }
 
-func (h *watchHub) unsubscribe(w *watcher) {
+// Unsubscribe drops w (it may already have been cut).
+func (h *Hub) Unsubscribe(w *Watcher) {
 	h.mu.Lock()
 	delete(h.subs, w)
 	h.mu.Unlock()
 }
 
-// current returns the newest revision the hub has seen.
-func (h *watchHub) current() int64 {
+// Current returns the newest revision the hub has seen.
+func (h *Hub) Current() int64 {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.last
 }
 
-// oldest returns the oldest revision a watch can start from.
-func (h *watchHub) oldest() int64 {
+// Oldest returns the oldest revision a watch can start from.
+func (h *Hub) Oldest() int64 {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.base + 1
 }
 
-func (h *watchHub) watchers() int {
+// Watchers returns the number of open watchers.
+func (h *Hub) Watchers() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return len(h.subs)
+}
+
+// Closed reports whether Close has been called: the controller is
+// stopping.
+func (h *Hub) Closed() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.closed
 }

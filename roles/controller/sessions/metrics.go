@@ -1,16 +1,12 @@
-package controller
+package sessions
 
 import (
-	"time"
-
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// workerStates are the values of the state label and of the API's state
-// field. "suspect" exists only in the leader's view.
-var workerStates = []string{"alive", "suspect", "fenced", "draining", "left"}
-
-// sessionMetrics are the controller's worker-session series.
+// sessionMetrics are the controller's worker-session series. The
+// per-state gauge (corral_workers) is the controller's: it counts the
+// merged view of replicated states and this leader's liveness.
 type sessionMetrics struct {
 	heartbeats           prometheus.Counter
 	handleSeconds        prometheus.Histogram
@@ -25,7 +21,7 @@ type sessionMetrics struct {
 	reports              prometheus.Counter
 }
 
-func newSessionMetrics(reg prometheus.Registerer, m *sessionManager) *sessionMetrics {
+func newSessionMetrics(reg prometheus.Registerer) *sessionMetrics {
 	sm := &sessionMetrics{
 		heartbeats: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "corral_workers_heartbeats_total", Help: "Worker heartbeats accepted by this controller as leader."}),
@@ -61,23 +57,7 @@ func newSessionMetrics(reg prometheus.Registerer, m *sessionManager) *sessionMet
 	sm.fencings.WithLabelValues("session_timeout")
 	if reg != nil {
 		reg.MustRegister(sm.heartbeats, sm.handleSeconds, sm.registrations, sm.registrationsRefused, sm.fencings,
-			sm.leaves, sm.staleRefused, sm.redirects, sm.badStreams, sm.assignments, sm.reports, &workerStateCollector{m: m})
+			sm.leaves, sm.staleRefused, sm.redirects, sm.badStreams, sm.assignments, sm.reports)
 	}
 	return sm
-}
-
-// workerStateCollector reports corral_workers{state} at scrape time.
-type workerStateCollector struct{ m *sessionManager }
-
-var workersDesc = prometheus.NewDesc("corral_workers",
-	"Workers per state: the leader's view (with suspect); a follower reports the replicated states only.",
-	[]string{"state"}, nil)
-
-func (w *workerStateCollector) Describe(ch chan<- *prometheus.Desc) { ch <- workersDesc }
-
-func (w *workerStateCollector) Collect(ch chan<- prometheus.Metric) {
-	counts := w.m.c.WorkerCounts(time.Now())
-	for _, s := range workerStates {
-		ch <- prometheus.MustNewConstMetric(workersDesc, prometheus.GaugeValue, float64(counts[s]), s)
-	}
 }

@@ -1,4 +1,4 @@
-package controller
+package sessions
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/metadata"
-	"github.com/corral-dev/corral/roles/controller/fault"
 	"github.com/corral-dev/corral/transport"
 )
 
@@ -58,7 +57,7 @@ type sessionJobs struct {
 	reportKick chan struct{}
 	// pushIDs are sessions to look at in the next pass although no entry
 	// changed an assignment (a new stream, a worker that missed a push);
-	// guarded by sessionManager.mu.
+	// guarded by Manager.mu.
 	pushIDs map[string]struct{}
 
 	mu      sync.Mutex
@@ -79,6 +78,8 @@ func (j *sessionJobs) init() {
 	j.pushIDs = map[string]struct{}{}
 }
 
+// kick wakes the loop waiting on ch without blocking: a kick already
+// pending covers this one.
 func kick(ch chan struct{}) {
 	select {
 	case ch <- struct{}{}:
@@ -86,12 +87,12 @@ func kick(ch chan struct{}) {
 	}
 }
 
-// assignmentsChanged is called after apply committed something that may
-// change what workers must run.
-func (m *sessionManager) assignmentsChanged() { kick(m.jobs.pushKick) }
+// AssignmentsChanged tells the pusher that an applied entry may have
+// changed what workers must run. It never blocks: kicks coalesce.
+func (m *Manager) AssignmentsChanged() { kick(m.jobs.pushKick) }
 
 // pushSoonLocked makes the next pass look at session id; m.mu is held.
-func (m *sessionManager) pushSoonLocked(id string) { m.jobs.pushIDs[id] = struct{}{} }
+func (m *Manager) pushSoonLocked(id string) { m.jobs.pushIDs[id] = struct{}{} }
 
 // pushWriters bounds the assignments written at once.
 const pushWriters = 16
@@ -104,7 +105,7 @@ const pushWriters = 16
 // session only on a new leader's first pass or when the state no longer
 // remembers the changes. So a stream of registrations (each moves the
 // registering worker's assignment) costs O(1) each, not O(workers).
-func (m *sessionManager) pushLoop() {
+func (m *Manager) pushLoop() {
 	var lastSeq uint64
 	fresh := true
 	for {
@@ -129,7 +130,7 @@ func (m *sessionManager) pushLoop() {
 // pushCandidates returns the sessions a pass must look at (every one, or
 // those marked and those of the changed workers) and the version each was
 // last sent.
-func (m *sessionManager) pushCandidates(all bool, changed []string) (ids []string, sent []uint64, ready bool) {
+func (m *Manager) pushCandidates(all bool, changed []string) (ids []string, sent []uint64, ready bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !m.ready {
@@ -159,7 +160,7 @@ func (m *sessionManager) pushCandidates(all bool, changed []string) (ids []strin
 // pushAll pushes to each session whose replicated version is newer than
 // what it was sent. A few writers at once: a worker whose stream is wedged
 // holds up one of them (for up to the write timeout), not everyone's work.
-func (m *sessionManager) pushAll(ids []string, sent []uint64) {
+func (m *Manager) pushAll(ids []string, sent []uint64) {
 	if len(ids) == 0 {
 		return
 	}
@@ -181,7 +182,7 @@ func (m *sessionManager) pushAll(ids []string, sent []uint64) {
 
 // push sends the worker its assignment if its version ver is newer than
 // the last one sent on its current stream.
-func (m *sessionManager) push(id string, ver uint64) {
+func (m *Manager) push(id string, ver uint64) {
 	m.mu.Lock()
 	s := m.sessions[id]
 	if s == nil || s.out == nil || s.fencing || !m.ready || ver <= s.sentVersion {
@@ -246,7 +247,7 @@ const maxReportBatch = 20000
 // reportLoop commits the reports that arrived since the last commit as
 // one entry, then acknowledges each. Only a leader commits: a follower's
 // queue is dropped (the workers repeat their reports to the next leader).
-func (m *sessionManager) reportLoop() {
+func (m *Manager) reportLoop() {
 	for {
 		select {
 		case <-m.ctx.Done():
@@ -258,7 +259,7 @@ func (m *sessionManager) reportLoop() {
 	}
 }
 
-func (m *sessionManager) commitReports() bool {
+func (m *Manager) commitReports() bool {
 	m.jobs.mu.Lock()
 	batch, n := m.jobs.reports, 0
 	cut := len(batch)
@@ -295,9 +296,9 @@ func (m *sessionManager) commitReports() bool {
 		}
 		upd.Workers = append(upd.Workers, wr)
 	}
-	_, err := m.c.proposePayload(m.ctx, metadata.OpAllocUpdate, upd)
+	_, err := m.c.ProposePayload(m.ctx, metadata.OpAllocUpdate, upd)
 	if err != nil {
-		if m.ctx.Err() == nil && !errors.Is(err, ErrStopped) {
+		if m.ctx.Err() == nil && !m.stopped(err) {
 			m.log.Warn("could not commit allocation reports; workers will repeat them", "reports", len(batch), "err", err)
 		}
 		return more
@@ -309,19 +310,41 @@ func (m *sessionManager) commitReports() bool {
 	return more
 }
 
-// fetchLog asks a worker for a piece of an allocation's log over its
-// session and waits for the answer.
-func (m *sessionManager) fetchLog(ctx context.Context, worker string, req transport.LogRequest) (*transport.LogData, error) {
+// Errors of FetchLog, for errors.Is; the controller turns them into API
+// answers.
+var (
+	// ErrNotLeader: this controller is not the leader, so it holds no
+	// worker sessions.
+	ErrNotLeader = errors.New("this controller is not the leader")
+	// ErrUnreachable: the worker has no live session with this leader.
+	ErrUnreachable = errors.New("worker unreachable")
+	// ErrLogTimeout: the worker did not answer the log request in time.
+	ErrLogTimeout = errors.New("log request timed out")
+)
+
+// logError is a FetchLog failure: a message for the user that matches
+// one of the errors above.
+type logError struct {
+	kind error
+	msg  string
+}
+
+func (e *logError) Error() string { return e.msg }
+func (e *logError) Unwrap() error { return e.kind }
+
+// FetchLog asks a worker for a piece of an allocation's log over its
+// session and waits for the answer (at most 10 s).
+func (m *Manager) FetchLog(ctx context.Context, worker string, req transport.LogRequest) (*transport.LogData, error) {
 	m.mu.Lock()
 	s := m.sessions[worker]
 	if !m.leading {
 		m.mu.Unlock()
-		return nil, errNotLeader
+		return nil, ErrNotLeader
 	}
 	if s == nil || s.out == nil {
 		m.mu.Unlock()
-		return nil, &fault.Error{Kind: fault.Unavailable, Code: "worker_unreachable",
-			Message: fmt.Sprintf("worker %s has no live session with this leader; its logs cannot be read now", worker)}
+		return nil, &logError{kind: ErrUnreachable,
+			msg: fmt.Sprintf("worker %s has no live session with this leader; its logs cannot be read now", worker)}
 	}
 	out := s.out
 	req.ControllerEpoch = m.ctrlEpoch
@@ -347,7 +370,7 @@ func (m *sessionManager) fetchLog(ctx context.Context, worker string, req transp
 	case d := <-ch:
 		return d, nil
 	case <-ctx.Done():
-		return nil, fault.New(fault.NoAnswer, "timeout", "worker %s did not answer the log request", worker)
+		return nil, &logError{kind: ErrLogTimeout, msg: fmt.Sprintf("worker %s did not answer the log request", worker)}
 	}
 }
 
