@@ -31,30 +31,30 @@ type apiCluster struct{ c *Controller }
 
 func (a apiCluster) ClusterID() string     { return a.c.ClusterID() }
 func (a apiCluster) LeaderID() uint64      { return a.c.LeaderID() }
-func (a apiCluster) IsLeader() bool        { return a.c.isLeader.Load() }
+func (a apiCluster) IsLeader() bool        { return a.c.r.IsLeader() }
 func (a apiCluster) Term() uint64          { return a.c.Term() }
-func (a apiCluster) CommitIndex() uint64   { return a.c.commit.Load() }
+func (a apiCluster) CommitIndex() uint64   { return a.c.r.CommitIndex() }
 func (a apiCluster) IsVoter() bool         { return a.c.isVoter() }
 func (a apiCluster) View() api.ClusterInfo { return a.c.clusterView() }
 
 func (a apiCluster) AppliedIndex() uint64 {
-	applied, _ := a.c.applied.get()
+	applied, _ := a.c.r.Applied()
 	return applied
 }
 
-func (a apiCluster) MemberAddress(id uint64) (string, string) { return a.c.memberAddress(id) }
+func (a apiCluster) MemberAddress(id uint64) (string, string) { return a.c.r.MemberAddress(id) }
 
 func (a apiCluster) Members() (voters, learners []uint64) {
-	v, l := a.c.members()
-	return sortedKeys(v), sortedKeys(l)
+	v, l := a.c.r.Members()
+	return sortedIDs(v), sortedIDs(l)
 }
 
-func (a apiCluster) Quorum() api.QuorumHealth          { return api.QuorumHealth(a.c.quorumHealth()) }
+func (a apiCluster) Quorum() api.QuorumHealth          { return api.QuorumHealth(a.c.r.Quorum()) }
 func (a apiCluster) Controllers() []api.ControllerInfo { return a.c.controllerList() }
 
 func (a apiCluster) LeaderChanges(now time.Time) []api.LeaderChange {
 	var out []api.LeaderChange
-	for _, ch := range a.c.leaders.lastHour(now) {
+	for _, ch := range a.c.r.LeaderChanges(now) {
 		out = append(out, api.LeaderChange(ch))
 	}
 	return out
@@ -82,10 +82,10 @@ func (a apiStore) Propose(ctx context.Context, cmd *metadata.Command) (metadata.
 }
 
 func (a apiStore) ProposePayload(ctx context.Context, op metadata.Op, v any) (metadata.Result, error) {
-	return a.c.proposePayload(ctx, op, v)
+	return a.c.r.ProposePayload(ctx, op, v)
 }
 
-func (a apiStore) LinearizableRead(ctx context.Context) error { return a.c.linearizableRead(ctx) }
+func (a apiStore) LinearizableRead(ctx context.Context) error { return a.c.r.LinearizableRead(ctx) }
 
 // apiWorkers is the leader's view of worker sessions for the API.
 type apiWorkers struct{ c *Controller }

@@ -20,14 +20,14 @@ import (
 // clusterView describes the quorum as this controller sees it. Only the
 // leader knows followers' match indexes; a follower reports its own.
 func (c *Controller) clusterView() api.ClusterInfo {
-	status := c.node.Status()
-	applied, _ := c.applied.get()
+	status := c.r.Status()
+	applied, _ := c.r.Applied()
 	out := api.ClusterInfo{
 		ClusterID: c.ClusterID(), NodeID: c.cfg.NodeID, LeaderID: status.Lead,
-		Term: c.term.Load(), CommitIndex: c.commit.Load(), AppliedIndex: applied,
-		Voter: c.isVoter(), Quorum: api.QuorumHealth(c.quorumHealth()),
+		Term: c.r.Term(), CommitIndex: c.r.CommitIndex(), AppliedIndex: applied,
+		Voter: c.isVoter(), Quorum: api.QuorumHealth(c.r.Quorum()),
 	}
-	cs := c.currentConfState()
+	cs := c.r.ConfState()
 	learners := map[uint64]bool{}
 	for _, id := range cs.GetLearners() {
 		learners[id] = true
@@ -35,7 +35,7 @@ func (c *Controller) clusterView() api.ClusterInfo {
 	ids := append(append([]uint64{}, cs.GetVoters()...), cs.GetLearners()...)
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	for _, id := range ids {
-		addr, _ := c.memberAddress(id)
+		addr, _ := c.r.MemberAddress(id)
 		cj := api.ClusterMember{ID: id, Address: addr, Voter: !learners[id]}
 		switch {
 		case learners[id]:
@@ -52,11 +52,11 @@ func (c *Controller) clusterView() api.ClusterInfo {
 		if id == c.cfg.NodeID {
 			cj.Reachable = true
 			if status.RaftState != raft.StateLeader {
-				if ls, err := c.store.LastIndex(); err == nil {
+				if ls, err := c.r.LastIndex(); err == nil {
 					cj.MatchIndex = ls
 				}
 			}
-		} else if ps := c.tr.PeerStatus(id); !ps.LastContact.IsZero() {
+		} else if ps := c.r.PeerStatus(id); !ps.LastContact.IsZero() {
 			ms := time.Since(ps.LastContact).Milliseconds()
 			cj.LastContactMS = &ms
 			if status.RaftState != raft.StateLeader {
@@ -71,13 +71,13 @@ func (c *Controller) clusterView() api.ClusterInfo {
 // controllerList is the leader's replication view, in the style of
 // kafka-metadata-quorum describe --replication.
 func (c *Controller) controllerList() []api.ControllerInfo {
-	status := c.node.Status()
-	last, _ := c.store.LastIndex()
-	voters, learners := c.members()
-	ids := append(sortedKeys(voters), sortedKeys(learners)...)
+	status := c.r.Status()
+	last, _ := c.r.LastIndex()
+	voters, learners := c.r.Members()
+	ids := append(sortedIDs(voters), sortedIDs(learners)...)
 	out := make([]api.ControllerInfo, 0, len(ids))
 	for _, id := range ids {
-		addr, httpAddr := c.memberAddress(id)
+		addr, httpAddr := c.r.MemberAddress(id)
 		ci := api.ControllerInfo{ID: id, Address: addr, HTTPAddress: httpAddr, Voter: voters[id]}
 		switch {
 		case learners[id]:
@@ -92,8 +92,8 @@ func (c *Controller) controllerList() []api.ControllerInfo {
 			zero := int64(0)
 			ci.LastContactMS = &zero
 		} else {
-			ci.MatchIndex, ci.Reachable = status.Progress[id].Match, c.reachable(status, id)
-			if heard := c.heard.get(id); !heard.IsZero() {
+			ci.MatchIndex, ci.Reachable = status.Progress[id].Match, c.r.Reachable(status, id)
+			if heard := c.r.LastHeard(id); !heard.IsZero() {
 				ms := time.Since(heard).Milliseconds()
 				ci.LastContactMS = &ms
 			}
@@ -108,7 +108,7 @@ func (c *Controller) controllerList() []api.ControllerInfo {
 
 // isVoter reports whether this controller votes in the current configuration.
 func (c *Controller) isVoter() bool {
-	voters, _ := c.members()
+	voters, _ := c.r.Members()
 	return voters[c.cfg.NodeID]
 }
 
@@ -169,10 +169,10 @@ func (c *Controller) WorkerCounts(now time.Time) map[string]int {
 // never promise more than its successor's reset (now + TTL) grants.
 func (c *Controller) keepAlive(ctx context.Context, ids []int64) (alive []api.LeaseTTL, missing []int64, err error) {
 	start := time.Now()
-	if err := c.linearizableRead(ctx); err != nil {
+	if err := c.r.LinearizableRead(ctx); err != nil {
 		return nil, nil, err
 	}
-	st := c.state.Load()
+	st := c.r.State()
 	for _, id := range ids {
 		l, ok := st.Lease(id)
 		if !ok {
@@ -197,8 +197,8 @@ func (c *Controller) awaitLock(ctx context.Context, key string, lease int64, wai
 	tctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	for {
-		_, changed := c.applied.get()
-		st := c.state.Load()
+		_, changed := c.r.Applied()
+		st := c.r.State()
 		if lk, _ := st.LockState(key); lk.Holder != nil && lk.Holder.Lease == lease {
 			return metadata.LockStatus{Held: true, Token: lk.Holder.Token}, nil
 		}
@@ -209,7 +209,7 @@ func (c *Controller) awaitLock(ctx context.Context, key string, lease int64, wai
 		case <-changed:
 			continue
 		case <-tctx.Done():
-		case <-c.stopc:
+		case <-c.r.Stopping():
 			return metadata.LockStatus{}, ErrStopped
 		}
 		break

@@ -12,11 +12,11 @@ import (
 // linearizable read first, so the backup holds every write acknowledged
 // before the request.
 func (c *Controller) snapshotForBackup(ctx context.Context) (backup.Header, []byte, error) {
-	if err := c.linearizableRead(ctx); err != nil {
+	if err := c.r.LinearizableRead(ctx); err != nil {
 		return backup.Header{}, nil, err
 	}
 	for attempt := 0; attempt < 3; attempt++ {
-		st := c.state.Load()
+		st := c.r.State()
 		data, err := st.Snapshot()
 		if err != nil {
 			return backup.Header{}, nil, fmt.Errorf("snapshot state: %w", err)
@@ -27,7 +27,7 @@ func (c *Controller) snapshotForBackup(ctx context.Context) (backup.Header, []by
 		if err != nil {
 			return backup.Header{}, nil, err
 		}
-		term, err := c.store.Term(restored)
+		term, err := c.r.LogTerm(restored)
 		if err != nil {
 			continue // compacted meanwhile: take a fresher one
 		}

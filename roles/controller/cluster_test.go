@@ -95,7 +95,7 @@ func (mc *memCluster) watchLeaders() {
 		for id, c := range mc.nodes {
 			// One Status call gives a consistent (role, term) pair; mixing
 			// our published flag with a fresh term would misattribute.
-			if st := c.node.Status(); st.RaftState == raft.StateLeader {
+			if st := c.r.Status(); st.RaftState == raft.StateLeader {
 				term := st.GetTerm()
 				if mc.leaders[term] == nil {
 					mc.leaders[term] = map[uint64]bool{}

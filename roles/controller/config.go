@@ -4,8 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -178,11 +179,7 @@ func ParsePeers(s string) (map[uint64]string, error) {
 	return peers, nil
 }
 
-func sortedIDs(m map[uint64]string) []uint64 {
-	ids := make([]uint64, 0, len(m))
-	for id := range m {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	return ids
+// sortedIDs returns the ids of a member set in order.
+func sortedIDs[V any](m map[uint64]V) []uint64 {
+	return slices.Sorted(maps.Keys(m))
 }

@@ -20,7 +20,7 @@ func TestController_ReplicatesAndReadsLinearizably(t *testing.T) {
 	}
 	for _, id := range mc.ids() {
 		c := mc.node(id)
-		require.NoError(t, c.linearizableRead(context.Background()))
+		require.NoError(t, c.r.LinearizableRead(context.Background()))
 		kv, ok := c.State().Get("k29")
 		require.True(t, ok, "node %d (leader %d) misses k29 after a linearizable read", id, lead)
 		require.Equal(t, "29", string(kv.Value))
@@ -40,7 +40,7 @@ func TestController_MinorityLeaderStepsDown(t *testing.T) {
 	mc.net.Partition([]uint64{old}, rest)
 
 	// CheckQuorum: a leader that cannot hear a majority steps down.
-	require.Eventually(t, func() bool { return !mc.node(old).isLeader.Load() }, 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return !mc.node(old).r.IsLeader() }, 10*time.Second, 5*time.Millisecond)
 	lead := mc.waitLeader(rest...)
 	require.Greater(t, mc.node(lead).Term(), oldTerm)
 	_, err := mc.put(rest[0], "after-partition", "yes")
@@ -105,7 +105,7 @@ func TestController_LaggingFollowerCatchesUpFromSnapshot(t *testing.T) {
 		_, err := mc.put(lead, fmt.Sprintf("s%03d", i), "v")
 		require.NoError(t, err)
 	}
-	first, err := mc.node(lead).store.FirstIndex()
+	first, err := mc.node(lead).r.FirstIndex()
 	require.NoError(t, err)
 	require.Greater(t, first, uint64(50), "leader did not compact its log")
 	mc.start(lagger)
@@ -130,7 +130,7 @@ func TestController_RestartKeepsState(t *testing.T) {
 		mc.start(id)
 	}
 	lead = mc.waitLeader(mc.ids()...)
-	require.NoError(t, mc.node(lead).linearizableRead(context.Background()))
+	require.NoError(t, mc.node(lead).r.LinearizableRead(context.Background()))
 	require.Equal(t, 60, countPrefix(mc.node(lead), "r"))
 }
 

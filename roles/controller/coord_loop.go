@@ -25,14 +25,14 @@ func (c *Controller) expireLoop() {
 	defer t.Stop()
 	for {
 		select {
-		case <-c.stopc:
+		case <-c.r.Stopping():
 			return
 		case <-t.C:
 		}
-		if !c.isLeader.Load() {
+		if !c.r.IsLeader() {
 			continue
 		}
-		expired := c.lessor.Sync(c.state.Load().LeaseTTLs())
+		expired := c.lessor.Sync(c.r.State().LeaseTTLs())
 		if len(expired) == 0 {
 			continue
 		}
@@ -67,21 +67,20 @@ func (c *Controller) expireLoop() {
 func (c *Controller) startCoord() {
 	c.lessor = coord.NewLessor()
 	c.hub = coord.NewHub(coord.DefaultWatchHistory, coord.DefaultWatchBuffer)
-	c.hub.Reset(c.state.Load().Revision())
+	c.hub.Reset(c.r.State().Revision())
 	c.leasesExpired = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "corral_leases_expired_total", Help: "Leases whose expiry this controller committed as leader."})
 	c.reg.MustRegister(c.leasesExpired,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "corral_leases", Help: "Live leases in the replicated state."},
-			func() float64 { return float64(c.state.Load().LeaseCount()) }),
+			func() float64 { return float64(c.r.State().LeaseCount()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "corral_watchers", Help: "Open watch streams on this controller."},
 			func() float64 { return float64(c.hub.Watchers()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "corral_watch_oldest_revision", Help: "Oldest revision a watch on this controller can start from."},
 			func() float64 { return float64(c.hub.Oldest()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "corral_locks_held", Help: "Locks and elections with a holder in the replicated state."},
-			func() float64 { h, _ := c.state.Load().LockCounts(); return float64(h) }),
+			func() float64 { h, _ := c.r.State().LockCounts(); return float64(h) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "corral_locks_waiters", Help: "Owners waiting for a lock or an election in the replicated state."},
-			func() float64 { _, w := c.state.Load().LockCounts(); return float64(w) }))
-	c.leaderHooks = append(c.leaderHooks, func(isLeader bool, _ uint64) { c.lessor.SetPrimary(isLeader) })
+			func() float64 { _, w := c.r.State().LockCounts(); return float64(w) }))
 }
 
 // refreshLease extends lease id on the primary lessor (coord.Lessor.Refresh),

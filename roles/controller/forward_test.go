@@ -26,7 +26,7 @@ func TestForwardedProposalNeverBlocksTheStream(t *testing.T) {
 	go func() {
 		m := &pb.Message{Type: pb.MsgProp.Enum(), From: new(others[0]), To: new(others[1]),
 			Entries: []*pb.Entry{{Data: []byte("x")}}}
-		_ = alone.Process(context.Background(), m)
+		_ = alone.r.Process(context.Background(), m)
 		returned.Store(true)
 	}()
 	require.Eventually(t, returned.Load, 2*time.Second, 5*time.Millisecond,

@@ -16,7 +16,7 @@ func (c *Controller) NodeID() uint64 { return c.cfg.NodeID }
 // term, from one consistent sample of raft's status (a published flag read
 // next to a fresh term could pair values from two different moments).
 func (c *Controller) RaftRole() (leader bool, term uint64) {
-	st := c.node.Status()
+	st := c.r.Status()
 	return st.RaftState == raft.StateLeader, st.GetTerm()
 }
 

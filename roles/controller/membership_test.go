@@ -68,7 +68,7 @@ func TestMembership_LearnerJoinsAndIsPromotedOnlyWhenCaughtUp(t *testing.T) {
 		return ok
 	}, 10*time.Second, 10*time.Millisecond)
 	require.True(t, mc.node(4).isVoter())
-	require.Equal(t, 5, mc.node(4).quorumHealth().Voters+1, "4 voters and the quorum counts them")
+	require.Equal(t, 5, mc.node(4).r.Quorum().Voters+1, "4 voters and the quorum counts them")
 }
 
 func TestMembership_RemoveChecksQuorumAndNeverReusesIDs(t *testing.T) {
@@ -77,13 +77,13 @@ func TestMembership_RemoveChecksQuorumAndNeverReusesIDs(t *testing.T) {
 	others := mc.others(lead)
 	mc.stopNode(others[0])
 	// Removing the other live voter would leave 2 voters with 1 reachable.
-	require.Eventually(t, func() bool { return !mc.node(lead).node.Status().Progress[others[0]].RecentActive },
+	require.Eventually(t, func() bool { return !mc.node(lead).r.Status().Progress[others[0]].RecentActive },
 		10*time.Second, 20*time.Millisecond)
 	err := mc.node(lead).RemoveController(context.Background(), others[1], false)
 	require.ErrorContains(t, err, "quorum needs 2")
 	// Removing the dead one is safe: 2 voters remain, both reachable.
 	require.NoError(t, mc.node(lead).RemoveController(context.Background(), others[0], false))
-	require.Equal(t, 2, mc.node(lead).quorumHealth().Voters)
+	require.Equal(t, 2, mc.node(lead).r.Quorum().Voters)
 	err = mc.node(lead).AddController(context.Background(), others[0], "mem:99")
 	require.ErrorContains(t, err, "never be reused")
 	_, err = mc.put(lead, "after-remove", "ok")
@@ -103,7 +103,7 @@ func TestMembership_TransferAndRemoveLeader(t *testing.T) {
 	newLead := mc.waitLeader(mc.ids()...)
 	require.NotEqual(t, to, newLead)
 	require.NoError(t, mc.node(newLead).RemoveController(context.Background(), to, false))
-	require.Eventually(t, func() bool { return mc.node(newLead).quorumHealth().Voters == 2 }, 5*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return mc.node(newLead).r.Quorum().Voters == 2 }, 5*time.Second, 10*time.Millisecond)
 	_, err = mc.put(newLead, "after", "ok")
 	require.NoError(t, err)
 }

@@ -62,7 +62,6 @@ func (c *Controller) startScheduler() {
 			Help: "Jobs waiting for an evaluation in the replicated state."},
 			func() float64 { return float64(len(c.State().PendingJobs())) }))
 	c.sched = s
-	c.leaderHooks = append(c.leaderHooks, s.leadershipChanged)
 }
 
 func (s *schedLoop) close() {
@@ -112,7 +111,7 @@ func (s *schedLoop) current(gen uint64) bool {
 func (s *schedLoop) run(gen, term uint64) {
 	for s.current(gen) {
 		ctx, cancel := context.WithTimeout(s.ctx, s.c.cfg.RequestTimeout)
-		err := s.c.linearizableRead(ctx)
+		err := s.c.r.LinearizableRead(ctx)
 		cancel()
 		if err == nil {
 			break
@@ -149,7 +148,7 @@ func (s *schedLoop) pass(term uint64) bool {
 	if len(plan.Jobs) == 0 {
 		return false
 	}
-	res, err := s.c.proposePayload(s.ctx, metadata.OpPlan, plan)
+	res, err := s.c.r.ProposePayload(s.ctx, metadata.OpPlan, plan)
 	if err != nil {
 		if s.ctx.Err() == nil && !errors.Is(err, ErrStopped) {
 			s.log.Warn("could not commit a plan; will retry", "jobs", len(plan.Jobs), "err", err)

@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -36,34 +35,31 @@ func (s sessionsCluster) Term() uint64           { return s.c.Term() }
 func (s sessionsCluster) LeaderID() uint64       { return s.c.LeaderID() }
 
 func (s sessionsCluster) ProposePayload(ctx context.Context, op metadata.Op, payload any) (metadata.Result, error) {
-	return s.c.proposePayload(ctx, op, payload)
+	return s.c.r.ProposePayload(ctx, op, payload)
 }
 
 func (s sessionsCluster) MemberAddress(id uint64) (cluster, httpAddr string) {
-	return s.c.memberAddress(id)
+	return s.c.r.MemberAddress(id)
 }
 
 func (s sessionsCluster) LinearizableRead(ctx context.Context) error {
-	return s.c.linearizableRead(ctx)
+	return s.c.r.LinearizableRead(ctx)
 }
 
 func (c *Controller) startWorkerSessions() error {
 	ln := c.cfg.WorkerListener
 	if ln == nil {
-		if q, ok := c.tr.(*transport.QUIC); ok {
-			l, err := q.ListenStreams(transport.ALPNWorker)
-			if err != nil {
-				return fmt.Errorf("listen for workers: %w", err)
-			}
-			ln = l
+		l, err := c.r.ListenWorkers()
+		if err != nil {
+			return err
 		}
+		ln = l
 	}
 	c.workers = sessions.New(sessionsCluster{c}, sessions.Config{
 		NodeID: c.cfg.NodeID, SessionTimeout: c.cfg.SessionTimeout, RequestTimeout: c.cfg.RequestTimeout,
 		Logger: c.log, Registerer: c.reg, Listener: ln, Stopped: ErrStopped,
 	})
 	c.reg.MustRegister(&workerStateCollector{c: c})
-	c.leaderHooks = append(c.leaderHooks, c.workers.LeadershipChanged)
 	return nil
 }
 

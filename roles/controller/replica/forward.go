@@ -1,4 +1,4 @@
-package controller
+package replica
 
 import (
 	"context"
@@ -23,7 +23,7 @@ var errForwardQueueFull = errors.New("forwarded proposal queue full")
 // resumed with its successor's proposals in its inbox. A full queue drops
 // the proposal, as raft drops proposals without a leader; the proposer's
 // client sees a timeout and retries.
-func (c *Controller) stepForwarded(m *pb.Message) error {
+func (c *Replica) stepForwarded(m *pb.Message) error {
 	select {
 	case c.fwdProps <- m:
 		return nil
@@ -36,7 +36,7 @@ func (c *Controller) stepForwarded(m *pb.Message) error {
 // forwardLoop steps forwarded proposals in their order, each for at most
 // the request timeout: a proposal nobody took by then has been given up by
 // its client already.
-func (c *Controller) forwardLoop() {
+func (c *Replica) forwardLoop() {
 	base, cancelAll := context.WithCancel(context.Background())
 	defer cancelAll()
 	go func() {

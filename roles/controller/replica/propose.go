@@ -1,4 +1,4 @@
-package controller
+package replica
 
 import (
 	"context"
@@ -94,7 +94,7 @@ func (a *appliedWaiter) wait(ctx context.Context, i uint64) error {
 }
 
 // waitLeader waits until some leader is known or ctx ends.
-func (c *Controller) waitLeader(ctx context.Context) error {
+func (c *Replica) waitLeader(ctx context.Context) error {
 	for c.leader.Load() == 0 {
 		t := time.NewTimer(c.cfg.TickInterval)
 		select {
@@ -113,7 +113,7 @@ func (c *Controller) waitLeader(ctx context.Context) error {
 // Propose replicates cmd and returns its result once this controller has
 // applied it. ErrNoLeader means nothing was proposed; ErrTimeout means the
 // outcome is unknown.
-func (c *Controller) Propose(ctx context.Context, cmd *metadata.Command) (metadata.Result, error) {
+func (c *Replica) Propose(ctx context.Context, cmd *metadata.Command) (metadata.Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
 	defer cancel()
 	if err := c.waitLeader(ctx); err != nil {
@@ -150,7 +150,7 @@ func (c *Controller) Propose(ctx context.Context, cmd *metadata.Command) (metada
 
 // proposePayload proposes a command with a JSON payload and folds the
 // apply error into err.
-func (c *Controller) proposePayload(ctx context.Context, op metadata.Op, payload any) (metadata.Result, error) {
+func (c *Replica) ProposePayload(ctx context.Context, op metadata.Op, payload any) (metadata.Result, error) {
 	cmd, err := metadata.NewWorkerCommand(op, payload)
 	if err != nil {
 		return metadata.Result{}, err
@@ -164,13 +164,13 @@ func (c *Controller) proposePayload(ctx context.Context, op metadata.Op, payload
 
 // ensureClusterID runs on a new leader: the first leader of a cluster fixes
 // its id, and every later leader finds it already set.
-func (c *Controller) ensureClusterID() {
+func (c *Replica) ensureClusterID() {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*c.cfg.RequestTimeout)
 	defer cancel()
 	for ctx.Err() == nil && c.isLeader.Load() {
 		// The leader's view is complete only once it applied its own term's
 		// first entry, so ask through a linearizable read first.
-		if err := c.linearizableRead(ctx); err != nil {
+		if err := c.LinearizableRead(ctx); err != nil {
 			continue
 		}
 		if c.state.Load().ClusterID() != "" {
@@ -192,7 +192,7 @@ func (c *Controller) ensureClusterID() {
 // learnClusterID records the replicated cluster id in the data dir the first
 // time it is seen. A data dir that already names another cluster is fatal:
 // this node must not take part.
-func (c *Controller) learnClusterID(id string) {
+func (c *Replica) learnClusterID(id string) {
 	if id == "" {
 		return
 	}

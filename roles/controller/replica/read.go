@@ -1,4 +1,4 @@
-package controller
+package replica
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 // starts share one ReadIndex request (etcd's read.go pattern). A round ends
 // when the leader confirms the index and this node applied up to it.
 type readLoop struct {
-	c       *Controller
+	c       *Replica
 	mu      sync.Mutex
 	pending *readBatch
 	wake    chan struct{}
@@ -27,7 +27,7 @@ type readBatch struct {
 	err  error
 }
 
-func newReadLoop(c *Controller) *readLoop {
+func newReadLoop(c *Replica) *readLoop {
 	return &readLoop{
 		c:      c,
 		wake:   make(chan struct{}, 1),
@@ -53,7 +53,7 @@ func (r *readLoop) leaderChanged() {
 
 // linearizableRead returns once the local state reflects every write
 // committed before the call.
-func (c *Controller) linearizableRead(ctx context.Context) error {
+func (c *Replica) LinearizableRead(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
 	defer cancel()
 	if err := c.waitLeader(ctx); err != nil {

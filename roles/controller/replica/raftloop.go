@@ -1,4 +1,4 @@
-package controller
+package replica
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 
 // run owns the raft node. The order inside handleReady is the contract from
 // the raft docs: persist, send, apply, advance.
-func (c *Controller) run() {
+func (c *Replica) run() {
 	defer close(c.done)
 	ticker := time.NewTicker(c.cfg.TickInterval)
 	defer ticker.Stop()
@@ -39,7 +39,7 @@ func (c *Controller) run() {
 	}
 }
 
-func (c *Controller) handleReady(rd raft.Ready) error {
+func (c *Replica) handleReady(rd raft.Ready) error {
 	// Term first: leadership hooks read it.
 	if rd.HardState != nil && !raft.IsEmptyHardState(rd.HardState) {
 		c.term.Store(rd.HardState.GetTerm())
@@ -81,7 +81,7 @@ func (c *Controller) handleReady(rd raft.Ready) error {
 	return nil
 }
 
-func (c *Controller) updateSoftState(ss *raft.SoftState) {
+func (c *Replica) updateSoftState(ss *raft.SoftState) {
 	prev := c.leader.Swap(ss.Lead)
 	isLeader := ss.RaftState == raft.StateLeader
 	wasLeader := c.isLeader.Swap(isLeader)
@@ -114,7 +114,7 @@ func (c *Controller) updateSoftState(ss *raft.SoftState) {
 	}
 	if wasLeader != isLeader {
 		term := c.term.Load()
-		for _, h := range c.leaderHooks {
+		if h := c.cfg.Hooks.LeadershipChanged; h != nil {
 			h(isLeader, term)
 		}
 	}
@@ -123,7 +123,7 @@ func (c *Controller) updateSoftState(ss *raft.SoftState) {
 // send hands messages to the transport, which never blocks. Outgoing
 // snapshots carry the latest ConfState, because membership may have changed
 // after the snapshot was taken.
-func (c *Controller) send(msgs []*pb.Message) {
+func (c *Replica) send(msgs []*pb.Message) {
 	if len(msgs) == 0 {
 		return
 	}
@@ -137,7 +137,7 @@ func (c *Controller) send(msgs []*pb.Message) {
 	c.tr.Send(msgs)
 }
 
-func (c *Controller) installSnapshot(snap *pb.Snapshot) error {
+func (c *Replica) installSnapshot(snap *pb.Snapshot) error {
 	idx := snap.GetMetadata().GetIndex()
 	st, err := metadata.Restore(snap.GetData())
 	if err != nil {
@@ -147,7 +147,9 @@ func (c *Controller) installSnapshot(snap *pb.Snapshot) error {
 		return fmt.Errorf("install snapshot at index %d: state machine says it is at %d", idx, st.AppliedIndex())
 	}
 	c.state.Store(st)
-	c.hub.Reset(st.Revision())
+	if h := c.cfg.Hooks.SnapshotInstalled; h != nil {
+		h(st)
+	}
 	c.snapIndex = idx
 	c.setConfState(snap.GetMetadata().GetConfState())
 	c.syncPeers(snap.GetMetadata().GetConfState())
@@ -161,12 +163,12 @@ func (c *Controller) installSnapshot(snap *pb.Snapshot) error {
 	return nil
 }
 
-func (c *Controller) applyEntries(ents []*pb.Entry) error {
+func (c *Replica) applyEntries(ents []*pb.Entry) error {
 	if len(ents) == 0 {
 		return nil
 	}
-	if c.cfg.ApplyHook != nil {
-		c.cfg.ApplyHook()
+	if h := c.cfg.Hooks.BeforeApply; h != nil {
+		h()
 	}
 	start := time.Now()
 	st := c.state.Load()
@@ -180,7 +182,9 @@ func (c *Controller) applyEntries(ents []*pb.Entry) error {
 		switch e.GetType() {
 		case pb.EntryType_EntryNormal:
 			id, res := st.Apply(idx, e.GetData())
-			c.hub.Publish(res.Events)
+			if h := c.cfg.Hooks.Applied; h != nil {
+				h(res.Events)
+			}
 			if errors.Is(res.Err, metadata.ErrUnknownOp) || errors.Is(res.Err, metadata.ErrUnsupportedVersion) {
 				// A newer binary wrote this entry; applying around it would
 				// diverge from the controllers that understand it.
@@ -207,7 +211,9 @@ func (c *Controller) applyEntries(ents []*pb.Entry) error {
 		c.met.appliedIndex.Set(float64(last))
 	}
 	if jobs {
-		c.jobsChanged()
+		if h := c.cfg.Hooks.JobsChanged; h != nil {
+			h()
+		}
 	}
 	c.met.applyDuration.Observe(time.Since(start).Seconds())
 	return nil
@@ -215,7 +221,7 @@ func (c *Controller) applyEntries(ents []*pb.Entry) error {
 
 // applyConfChange applies a membership change to raft, the replicated
 // member list and the transport, then wakes the proposer.
-func (c *Controller) applyConfChange(st *metadata.State, e *pb.Entry) error {
+func (c *Replica) applyConfChange(st *metadata.State, e *pb.Entry) error {
 	if e.GetType() == pb.EntryType_EntryConfChangeV2 {
 		// Corral proposes only simple (v1) changes; a v2 entry is still
 		// applied to raft so that every replica agrees on the configuration.
@@ -246,7 +252,7 @@ func (c *Controller) applyConfChange(st *metadata.State, e *pb.Entry) error {
 
 // syncPeers points the transport at exactly the current members, using the
 // replicated addresses (after a snapshot install or at start).
-func (c *Controller) syncPeers(cs *pb.ConfState) {
+func (c *Replica) syncPeers(cs *pb.ConfState) {
 	members := map[uint64]bool{}
 	for _, set := range [][]uint64{cs.GetVoters(), cs.GetLearners(), cs.GetVotersOutgoing(), cs.GetLearnersNext()} {
 		for _, id := range set {
@@ -254,7 +260,7 @@ func (c *Controller) syncPeers(cs *pb.ConfState) {
 		}
 	}
 	for id := range members {
-		if addr, _ := c.memberAddress(id); addr != "" && id != c.cfg.NodeID {
+		if addr, _ := c.MemberAddress(id); addr != "" && id != c.cfg.NodeID {
 			c.tr.AddPeer(id, addr)
 		}
 	}
@@ -267,7 +273,7 @@ func (c *Controller) syncPeers(cs *pb.ConfState) {
 
 // maybeSnapshot snapshots the state machine every SnapshotEvery entries and
 // compacts the log behind it, keeping SnapshotCatchUp entries for followers.
-func (c *Controller) maybeSnapshot() error {
+func (c *Replica) maybeSnapshot() error {
 	st := c.state.Load()
 	applied := st.AppliedIndex()
 	if applied < c.snapIndex+c.cfg.SnapshotEvery {
@@ -300,7 +306,7 @@ func (c *Controller) maybeSnapshot() error {
 }
 
 // Process implements transport.Handler.
-func (c *Controller) Process(ctx context.Context, m *pb.Message) error {
+func (c *Replica) Process(ctx context.Context, m *pb.Message) error {
 	c.heard.touch(m.GetFrom())
 	if m.GetType() == pb.MsgProp {
 		return c.stepForwarded(m) // never blocks the stream (forward.go)
@@ -309,9 +315,9 @@ func (c *Controller) Process(ctx context.Context, m *pb.Message) error {
 }
 
 // ReportUnreachable implements transport.Handler.
-func (c *Controller) ReportUnreachable(id uint64) { c.node.ReportUnreachable(id) }
+func (c *Replica) ReportUnreachable(id uint64) { c.node.ReportUnreachable(id) }
 
 // ReportSnapshot implements transport.Handler.
-func (c *Controller) ReportSnapshot(id uint64, status raft.SnapshotStatus) {
+func (c *Replica) ReportSnapshot(id uint64, status raft.SnapshotStatus) {
 	c.node.ReportSnapshot(id, status)
 }

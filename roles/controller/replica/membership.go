@@ -1,4 +1,4 @@
-package controller
+package replica
 
 import (
 	"context"
@@ -29,7 +29,7 @@ const (
 // Raft silently turns a conf change into an empty entry when another one is
 // still pending, so a change that does not show up is reported, never
 // assumed.
-func (c *Controller) proposeConfChange(ctx context.Context, typ pb.ConfChangeType, id uint64, addr string) error {
+func (c *Replica) proposeConfChange(ctx context.Context, typ pb.ConfChangeType, id uint64, addr string) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*c.cfg.RequestTimeout)
 	defer cancel()
 	req := c.nextReq.Add(1)
@@ -53,7 +53,7 @@ func (c *Controller) proposeConfChange(ctx context.Context, typ pb.ConfChangeTyp
 }
 
 // members returns voters and learners of the current configuration.
-func (c *Controller) members() (voters, learners map[uint64]bool) {
+func (c *Replica) members() (voters, learners map[uint64]bool) {
 	cs := c.currentConfState()
 	voters, learners = map[uint64]bool{}, map[uint64]bool{}
 	for _, id := range cs.GetVoters() {
@@ -67,7 +67,7 @@ func (c *Controller) members() (voters, learners map[uint64]bool) {
 
 // AddController adds id as a learner; the promoter makes it a voter once it
 // caught up. Only the leader runs it.
-func (c *Controller) AddController(ctx context.Context, id uint64, addr string) error {
+func (c *Replica) AddController(ctx context.Context, id uint64, addr string) error {
 	if id == 0 {
 		return fault.New(fault.Invalid, "bad_request", "id must be a positive integer")
 	}
@@ -92,7 +92,7 @@ func (c *Controller) AddController(ctx context.Context, id uint64, addr string) 
 // RemoveController removes id. Removing the leader hands leadership to the
 // most caught-up voter first; a removal that would leave the remaining
 // voters without a reachable majority is refused unless force.
-func (c *Controller) RemoveController(ctx context.Context, id uint64, force bool) error {
+func (c *Replica) RemoveController(ctx context.Context, id uint64, force bool) error {
 	voters, learners := c.members()
 	if !voters[id] && !learners[id] {
 		return fault.New(fault.NotFound, "not_found", "controller %d is not a member", id)
@@ -117,7 +117,7 @@ func (c *Controller) RemoveController(ctx context.Context, id uint64, force bool
 	return c.proposeConfChange(ctx, pb.ConfChangeType_ConfChangeRemoveNode, id, "")
 }
 
-func (c *Controller) checkRemovalKeepsQuorum(id uint64, voters map[uint64]bool, force bool) error {
+func (c *Replica) checkRemovalKeepsQuorum(id uint64, voters map[uint64]bool, force bool) error {
 	if len(voters) == 1 {
 		return fault.New(fault.Conflict, "last_voter", "controller %d is the last voter; a cluster cannot remove its only voter", id)
 	}
@@ -128,7 +128,7 @@ func (c *Controller) checkRemovalKeepsQuorum(id uint64, voters map[uint64]bool, 
 			continue
 		}
 		remaining++
-		if v == c.cfg.NodeID || c.reachable(status, v) {
+		if v == c.cfg.NodeID || c.Reachable(status, v) {
 			reachable++
 		}
 	}
@@ -143,13 +143,13 @@ func (c *Controller) checkRemovalKeepsQuorum(id uint64, voters map[uint64]bool, 
 
 // transferToBest hands leadership to the reachable voter with the highest
 // match index and waits for it to take over.
-func (c *Controller) transferToBest(ctx context.Context, voters map[uint64]bool) error {
+func (c *Replica) transferToBest(ctx context.Context, voters map[uint64]bool) error {
 	status := c.node.Status()
 	var best uint64
 	var bestMatch uint64
 	for v := range voters {
 		pr := status.Progress[v]
-		if v == c.cfg.NodeID || !c.reachable(status, v) {
+		if v == c.cfg.NodeID || !c.Reachable(status, v) {
 			continue
 		}
 		if best == 0 || pr.Match > bestMatch || (pr.Match == bestMatch && v < best) {
@@ -163,7 +163,7 @@ func (c *Controller) transferToBest(ctx context.Context, voters map[uint64]bool)
 }
 
 // TransferLeader asks raft to hand leadership to id and waits until it has.
-func (c *Controller) TransferLeader(ctx context.Context, id uint64) error {
+func (c *Replica) TransferLeader(ctx context.Context, id uint64) error {
 	voters, learners := c.members()
 	switch {
 	case learners[id]:
@@ -191,7 +191,7 @@ func (c *Controller) TransferLeader(ctx context.Context, id uint64) error {
 
 // promoteLoop runs for the life of the controller and, while it leads,
 // promotes learners that have stayed caught up for PromoteAfter.
-func (c *Controller) promoteLoop() {
+func (c *Replica) promoteLoop() {
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
 	since := map[uint64]time.Time{}
@@ -210,7 +210,7 @@ func (c *Controller) promoteLoop() {
 	}
 }
 
-func (c *Controller) promoteCaughtUp(since map[uint64]time.Time) {
+func (c *Replica) promoteCaughtUp(since map[uint64]time.Time) {
 	status := c.node.Status()
 	last, err := c.store.LastIndex()
 	if err != nil {
@@ -226,7 +226,7 @@ func (c *Controller) promoteCaughtUp(since map[uint64]time.Time) {
 		pr, ok := status.Progress[id]
 		// Not raft's RecentActive: CheckQuorum clears it every election
 		// timeout, and a sampler in phase with that would never promote.
-		heard := c.reachable(status, id)
+		heard := c.Reachable(status, id)
 		caughtUp := ok && heard && pr.State == tracker.StateReplicate && pr.Match+PromoteMaxLag >= last
 		if !caughtUp {
 			if _, was := since[id]; was {
@@ -253,7 +253,7 @@ func (c *Controller) promoteCaughtUp(since map[uint64]time.Time) {
 	}
 }
 
-func (c *Controller) promoteAfter() time.Duration {
+func (c *Replica) promoteAfter() time.Duration {
 	if c.cfg.PromoteAfter > 0 {
 		return c.cfg.PromoteAfter
 	}
@@ -261,7 +261,7 @@ func (c *Controller) promoteAfter() time.Duration {
 }
 
 // quorumHealth is this controller's view of the voters it can reach.
-type quorumHealth struct {
+type QuorumHealth struct {
 	Voters           int  `json:"voters"`
 	Learners         int  `json:"learners"`
 	Reachable        int  `json:"reachable"`
@@ -270,15 +270,15 @@ type quorumHealth struct {
 	FailureTolerance int  `json:"failure_tolerance"`
 }
 
-func (c *Controller) quorumHealth() quorumHealth {
+func (c *Replica) Quorum() QuorumHealth {
 	voters, learners := c.members()
 	status := c.node.Status()
-	h := quorumHealth{Voters: len(voters), Learners: len(learners), Needed: len(voters)/2 + 1}
+	h := QuorumHealth{Voters: len(voters), Learners: len(learners), Needed: len(voters)/2 + 1}
 	for v := range voters {
 		switch {
 		case v == c.cfg.NodeID:
 			h.Reachable++
-		case c.reachable(status, v):
+		case c.Reachable(status, v):
 			h.Reachable++
 		}
 	}
@@ -289,8 +289,8 @@ func (c *Controller) quorumHealth() quorumHealth {
 	return h
 }
 
-func (c *Controller) updateQuorumMetrics() {
-	h := c.quorumHealth()
+func (c *Replica) updateQuorumMetrics() {
+	h := c.Quorum()
 	c.met.voters.Set(float64(h.Voters))
 	c.met.learners.Set(float64(h.Learners))
 	c.met.failureTolerance.Set(float64(h.FailureTolerance))
@@ -298,7 +298,7 @@ func (c *Controller) updateQuorumMetrics() {
 
 // memberAddress is where id is reached: the replicated member record, or
 // the static --controllers list for a cluster bootstrapped from it.
-func (c *Controller) memberAddress(id uint64) (cluster, httpAddr string) {
+func (c *Replica) MemberAddress(id uint64) (cluster, httpAddr string) {
 	if m, ok := c.State().Member(id); ok {
 		cluster, httpAddr = m.Address, m.HTTPAddress
 	}
@@ -320,7 +320,7 @@ func sortedKeys(m map[uint64]bool) []uint64 {
 
 // applyMemberChange keeps the replicated member list in step with a conf
 // change; the caller already applied it to raft.
-func (c *Controller) applyMemberChange(st *metadata.State, idx uint64, cc *pb.ConfChange) error {
+func (c *Replica) applyMemberChange(st *metadata.State, idx uint64, cc *pb.ConfChange) error {
 	op, m := raftlog.MemberChange(cc)
 	if err := st.ApplyMemberChange(idx, op, m); err != nil {
 		return err
@@ -328,7 +328,7 @@ func (c *Controller) applyMemberChange(st *metadata.State, idx uint64, cc *pb.Co
 	id := m.ID
 	switch op {
 	case metadata.MemberAdd:
-		if addr, _ := c.memberAddress(id); addr != "" && id != c.cfg.NodeID {
+		if addr, _ := c.MemberAddress(id); addr != "" && id != c.cfg.NodeID {
 			c.tr.AddPeer(id, addr)
 		}
 	case metadata.MemberRemove:
@@ -368,7 +368,7 @@ func (h *heardTracker) get(id uint64) time.Time {
 // election timeout (followers answer every heartbeat, one tick). A follower
 // hears only the leader, so for other followers it falls back to whether
 // its own QUIC connection is up.
-func (c *Controller) reachable(status raft.Status, id uint64) bool {
+func (c *Replica) Reachable(status raft.Status, id uint64) bool {
 	fresh := time.Duration(c.cfg.ElectionTicks/2) * c.cfg.TickInterval
 	heard := time.Since(c.heard.get(id)) < fresh
 	if status.RaftState == raft.StateLeader {

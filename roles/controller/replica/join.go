@@ -1,4 +1,4 @@
-package controller
+package replica
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 // the --join endpoints who the members are, checks that this controller was
 // added (as a learner) and records the cluster id. Raft then starts with an
 // empty configuration and learns it from the leader's log or snapshot.
-func (c *Controller) joinCluster() error {
+func (c *Replica) joinCluster() error {
 	cl, err := client.New(client.Config{Endpoints: c.cfg.Join, Token: c.cfg.Token, Timeout: 30 * time.Second})
 	if err != nil {
 		return fmt.Errorf("--join: %w", err)
@@ -72,11 +72,11 @@ func listed(cs *client.ClusterStatus, id uint64) bool {
 	return false
 }
 
-// announceHTTP records this controller's API address in the replicated
-// member list, so followers can forward leader-only requests to it and
-// clients and the dashboard can find every API endpoint.
-func (c *Controller) announceHTTP() {
-	addr := c.HTTPAddr()
+// AnnounceHTTP records this controller's API address (addr) in the
+// replicated member list, so followers can forward leader-only requests to
+// it and clients and the dashboard can find every API endpoint. It retries
+// until the entry commits or the replica stops.
+func (c *Replica) AnnounceHTTP(addr string) {
 	for first := true; ; first = false {
 		if !first {
 			select {

@@ -1,4 +1,4 @@
-package controller
+package replica
 
 import (
 	"github.com/prometheus/client_golang/prometheus"

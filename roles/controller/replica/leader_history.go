@@ -1,12 +1,12 @@
-package controller
+package replica
 
 import (
 	"sync"
 	"time"
 )
 
-// leaderChange is one change of leader as this controller saw it.
-type leaderChange struct {
+// LeaderChange is one change of leader as this controller saw it.
+type LeaderChange struct {
 	AtMS int64  `json:"at_ms"`
 	From uint64 `json:"from"` // the previous leader (0: none known yet)
 	To   uint64 `json:"to"`
@@ -18,7 +18,7 @@ type leaderChange struct {
 type leaderHistory struct {
 	mu      sync.Mutex
 	last    uint64
-	changes []leaderChange
+	changes []LeaderChange
 }
 
 const (
@@ -36,7 +36,7 @@ func (h *leaderHistory) observe(now time.Time, lead, term uint64) {
 	if lead == h.last {
 		return
 	}
-	h.changes = append(h.changes, leaderChange{AtMS: now.UnixMilli(), From: h.last, To: lead, Term: term})
+	h.changes = append(h.changes, LeaderChange{AtMS: now.UnixMilli(), From: h.last, To: lead, Term: term})
 	h.last = lead
 	h.prune(now)
 }
@@ -47,13 +47,13 @@ func (h *leaderHistory) prune(now time.Time) {
 	for i < len(h.changes) && (h.changes[i].AtMS < cut || len(h.changes)-i > leaderHistoryMax) {
 		i++
 	}
-	h.changes = append([]leaderChange(nil), h.changes[i:]...)
+	h.changes = append([]LeaderChange(nil), h.changes[i:]...)
 }
 
 // lastHour returns the changes of the last hour, oldest first.
-func (h *leaderHistory) lastHour(now time.Time) []leaderChange {
+func (h *leaderHistory) lastHour(now time.Time) []LeaderChange {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.prune(now)
-	return append([]leaderChange{}, h.changes...)
+	return append([]LeaderChange{}, h.changes...)
 }

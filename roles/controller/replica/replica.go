@@ -1,0 +1,453 @@
+// Package replica is the raft member of a controller: the Ready loop
+// (persist, send, apply, snapshot), proposals and their waits, linearizable
+// reads (ReadIndex), forwarding of followers' proposals, membership changes
+// and joining. It owns the raft node, the Pebble log and the state machine;
+// everything else in the controller sees raft only through it, and it
+// tells the rest of the controller what happened through Hooks.
+package replica
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+
+	"github.com/corral-dev/corral/metadata"
+	"github.com/corral-dev/corral/raftlog"
+	"github.com/corral-dev/corral/roles/controller/fault"
+	"github.com/corral-dev/corral/transport"
+)
+
+// Config is the raft member's part of a controller's configuration (see
+// controller.Config for each field's meaning and default).
+type Config struct {
+	NodeID      uint64
+	DataDir     string
+	ClusterAddr string
+	ClusterID   string
+	Peers       map[uint64]string
+	Join        []string
+	// Token is the API token used to call Join endpoints.
+	Token           string
+	TLSDir          string
+	Transport       transport.Transport
+	NoSync          bool
+	TickInterval    time.Duration
+	ElectionTicks   int
+	HeartbeatTicks  int
+	RequestTimeout  time.Duration
+	SnapshotEvery   uint64
+	SnapshotCatchUp uint64
+	// PromoteAfter overrides how long a learner must stay caught up
+	// before it is promoted (0: the PromoteAfter default).
+	PromoteAfter time.Duration
+	Logger       *slog.Logger
+	// Registry receives the raft metrics and the transport's.
+	Registry *prometheus.Registry
+	Hooks    Hooks
+}
+
+// Hooks tell the rest of the controller what the raft loop did. They run
+// on the raft loop, in the order raft produced the events, and must not
+// block.
+type Hooks struct {
+	// Applied receives the watch events of each applied entry.
+	Applied func(events []metadata.Event)
+	// SnapshotInstalled runs after a snapshot from the leader replaced the
+	// state machine.
+	SnapshotInstalled func(st *metadata.State)
+	// JobsChanged runs after a batch of entries that changed jobs,
+	// allocations or workers was applied.
+	JobsChanged func()
+	// LeadershipChanged runs when this member gains or loses leadership
+	// (term is the new term): the controller's one establish/revoke list.
+	LeadershipChanged func(isLeader bool, term uint64)
+	// BeforeApply, when set, runs before every batch of committed entries
+	// is applied (tests block it to stand for a slow apply path).
+	BeforeApply func()
+}
+
+// Replica is one member of the metadata quorum. One goroutine (run) owns
+// the raft node; everything else talks to it through proposals, ReadIndex
+// requests and atomically published state.
+type Replica struct {
+	cfg   Config
+	log   *slog.Logger
+	store *raftlog.Store
+	node  raft.Node
+	tr    transport.Transport
+	reg   *prometheus.Registry
+	met   *controllerMetrics
+
+	state     atomic.Pointer[metadata.State] // replaced when a snapshot is installed
+	clusterID atomic.Value                   // string; "" until known
+	leader    atomic.Uint64
+	term      atomic.Uint64
+	commit    atomic.Uint64
+	isLeader  atomic.Bool
+
+	applied appliedWaiter
+	waits   waitRegistry
+	reads   *readLoop
+	nextReq atomic.Uint64
+
+	memberMu  sync.Mutex // one membership change at a time
+	heard     heardTracker
+	confMu    sync.RWMutex
+	confState *pb.ConfState
+	snapIndex uint64 // loop-owned: index of the latest local snapshot
+	joining   bool   // empty data dir joining a running cluster via --join
+
+	leaders  leaderHistory    // leader changes of the last hour (dashboard)
+	fwdProps chan *pb.Message // proposals forwarded by followers (forward.go)
+
+	stopc    chan struct{}
+	done     chan struct{}
+	failed   chan error
+	stopOnce sync.Once
+	closeMu  sync.Once
+}
+
+// Open opens the data dir's raft log, checks it belongs to this node and
+// cluster, starts the transport and raft, and joins a running cluster when
+// the data dir is new and Join is set. Nothing runs until Start.
+func Open(cfg Config) (*Replica, error) {
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create data dir %s: %w", cfg.DataDir, err)
+	}
+	c := &Replica{
+		cfg:      cfg,
+		log:      cfg.Logger,
+		reg:      cfg.Registry,
+		stopc:    make(chan struct{}),
+		done:     make(chan struct{}),
+		failed:   make(chan error, 1),
+		fwdProps: make(chan *pb.Message, forwardedProposalQueue),
+	}
+	c.clusterID.Store("")
+	c.met = newControllerMetrics(c.reg)
+	c.waits.init()
+	c.heard.init()
+	c.applied.init()
+	var seed [8]byte
+	_, _ = rand.Read(seed[:])
+	c.nextReq.Store(binary.BigEndian.Uint64(seed[:]))
+	if err := c.openStore(); err != nil {
+		return nil, err
+	}
+	if err := c.startTransport(); err != nil {
+		c.store.Close()
+		return nil, err
+	}
+	if err := c.maybeJoin(); err != nil {
+		c.tr.Close()
+		c.store.Close()
+		return nil, err
+	}
+	if err := c.startRaft(); err != nil {
+		c.tr.Close()
+		c.store.Close()
+		return nil, err
+	}
+	// Inbound messages reach raft, so the transport starts only now.
+	if err := c.tr.Start(c); err != nil {
+		c.node.Stop()
+		c.tr.Close()
+		c.store.Close()
+		return nil, fmt.Errorf("start controller transport: %w", err)
+	}
+	c.reads = newReadLoop(c)
+	return c, nil
+}
+
+// Start runs the raft loop and its helpers (forwarding, reads, learner
+// promotion). The hooks must be ready: they run from now on.
+func (c *Replica) Start() {
+	go c.run()
+	go c.forwardLoop()
+	go c.reads.run()
+	go c.promoteLoop()
+}
+
+// Abort undoes Open when the controller could not start around it.
+func (c *Replica) Abort() {
+	c.node.Stop()
+	_ = c.tr.Close()
+	_ = c.store.Close()
+}
+
+// Stop ends the raft loop: no hook runs after it returns. Proposals and
+// reads in flight fail with ErrStopped.
+func (c *Replica) Stop() {
+	c.stopOnce.Do(func() {
+		close(c.stopc)
+		<-c.done
+	})
+}
+
+// Close stops the raft loop if Stop has not, then raft and the transport,
+// and closes the log. The controller stops what uses the replica between
+// Stop and Close.
+func (c *Replica) Close() {
+	c.Stop()
+	c.closeMu.Do(func() {
+		c.node.Stop()
+		_ = c.tr.Close()
+		_ = c.store.Close()
+	})
+}
+
+// Stopping is closed when Stop begins.
+func (c *Replica) Stopping() <-chan struct{} { return c.stopc }
+
+// Failed delivers an error when the raft loop stopped on its own (a
+// storage failure or a data dir of another cluster).
+func (c *Replica) Failed() <-chan error { return c.failed }
+
+// openStore opens the raft log and checks the data dir belongs to this node
+// and, when known, to the requested cluster.
+func (c *Replica) openStore() error {
+	dir := filepath.Join(c.cfg.DataDir, "raft")
+	st, err := raftlog.Open(raftlog.Options{
+		Dir: dir, NoSync: c.cfg.NoSync, Logger: c.log,
+		OnSync: func(d time.Duration) { c.met.syncDuration.Observe(d.Seconds()) },
+	})
+	if err != nil {
+		return fmt.Errorf("open raft log %s: %w", dir, err)
+	}
+	c.store = st
+	if err := c.checkIdentity(); err != nil {
+		st.Close()
+		return err
+	}
+	return nil
+}
+
+func (c *Replica) checkIdentity() error {
+	want := strconv.FormatUint(c.cfg.NodeID, 10)
+	got, ok, err := c.store.GetMeta("node_id")
+	if err != nil {
+		return fmt.Errorf("read node id from data dir: %w", err)
+	}
+	if ok && got != want {
+		return fmt.Errorf("data dir %s belongs to node %s, not node %s: start with --node-id=%s or use an empty data dir",
+			c.cfg.DataDir, got, want, got)
+	}
+	if !ok {
+		if err := c.store.SetMeta("node_id", want); err != nil {
+			return fmt.Errorf("record node id in data dir: %w", err)
+		}
+	}
+	cid, ok, err := c.store.GetMeta("cluster_id")
+	if err != nil {
+		return fmt.Errorf("read cluster id from data dir: %w", err)
+	}
+	if ok {
+		if c.cfg.ClusterID != "" && c.cfg.ClusterID != cid {
+			return fmt.Errorf("data dir %s belongs to cluster %s, not %s: use an empty data dir to join cluster %s",
+				c.cfg.DataDir, cid, c.cfg.ClusterID, c.cfg.ClusterID)
+		}
+		c.clusterID.Store(cid)
+	}
+	return nil
+}
+
+func (c *Replica) startTransport() error {
+	if c.cfg.Transport != nil {
+		c.tr = c.cfg.Transport
+	} else {
+		bundle, err := transport.LoadTLSDir(c.cfg.TLSDir)
+		if err != nil {
+			return fmt.Errorf("load TLS files: %w", err)
+		}
+		q, err := transport.NewQUIC(transport.QUICConfig{
+			NodeID: c.cfg.NodeID, ListenAddr: c.cfg.ClusterAddr, TLS: bundle,
+			ClusterID: c.ClusterID, Logger: c.log, Registerer: c.reg,
+		})
+		if err != nil {
+			return fmt.Errorf("listen for controllers on %s: %w", c.cfg.ClusterAddr, err)
+		}
+		c.tr = q
+	}
+	for id, addr := range c.cfg.Peers {
+		if id != c.cfg.NodeID {
+			c.tr.AddPeer(id, addr)
+		}
+	}
+	return nil
+}
+
+func (c *Replica) startRaft() error {
+	hs, cs, err := c.store.InitialState()
+	if err != nil {
+		return fmt.Errorf("read raft state: %w", err)
+	}
+	snap, err := c.store.Snapshot()
+	if err != nil {
+		return fmt.Errorf("read raft snapshot: %w", err)
+	}
+	st := metadata.New()
+	if !raft.IsEmptySnap(snap) {
+		if st, err = metadata.Restore(snap.GetData()); err != nil {
+			return fmt.Errorf("restore state machine from snapshot at index %d: %w", snap.GetMetadata().GetIndex(), err)
+		}
+		c.snapIndex = snap.GetMetadata().GetIndex()
+		cs = snap.GetMetadata().GetConfState()
+	}
+	c.state.Store(st)
+	c.applied.set(st.AppliedIndex())
+	c.setConfState(cs)
+	if id := st.ClusterID(); id != "" && c.ClusterID() == "" {
+		c.clusterID.Store(id)
+	}
+	rc := &raft.Config{
+		ID: c.cfg.NodeID, ElectionTick: c.cfg.ElectionTicks, HeartbeatTick: c.cfg.HeartbeatTicks,
+		Storage: c.store, Applied: st.AppliedIndex(),
+		MaxSizePerMsg: 1 << 20, MaxInflightMsgs: 256, MaxUncommittedEntriesSize: 1 << 30,
+		CheckQuorum: true, PreVote: true, ReadOnlyOption: raft.ReadOnlySafe,
+		StepDownOnRemoval: true, Logger: newRaftLogger(c.log),
+	}
+	empty, err := c.store.IsEmpty()
+	if err != nil {
+		return fmt.Errorf("inspect raft log: %w", err)
+	}
+	if empty && raft.IsEmptyHardState(hs) && !c.joining {
+		peers := make([]raft.Peer, 0, len(c.cfg.Peers))
+		for _, id := range slices.Sorted(maps.Keys(c.cfg.Peers)) {
+			peers = append(peers, raft.Peer{ID: id, Context: []byte(c.cfg.Peers[id])})
+		}
+		c.log.Info("bootstrapping a new cluster", "voters", slices.Sorted(maps.Keys(c.cfg.Peers)))
+		c.node = raft.StartNode(rc, peers)
+		return nil
+	}
+	c.node = raft.RestartNode(rc)
+	if len(cs.GetVoters()) > 0 {
+		c.syncPeers(cs)
+	}
+	return nil
+}
+
+// maybeJoin contacts --join endpoints when the data dir is brand new.
+func (c *Replica) maybeJoin() error {
+	if len(c.cfg.Join) == 0 {
+		return nil
+	}
+	empty, err := c.store.IsEmpty()
+	if err != nil {
+		return fmt.Errorf("inspect raft log: %w", err)
+	}
+	if !empty {
+		return nil // restarting a controller that already joined
+	}
+	return c.joinCluster()
+}
+
+// ClusterID returns the cluster id, or "" before the first leader set it.
+func (c *Replica) ClusterID() string { return c.clusterID.Load().(string) }
+
+// LeaderID returns the leader this member knows of, 0 if none.
+func (c *Replica) LeaderID() uint64 { return c.leader.Load() }
+
+// Term returns the current raft term.
+func (c *Replica) Term() uint64 { return c.term.Load() }
+
+// IsLeader reports whether this member leads (as last published by the
+// raft loop).
+func (c *Replica) IsLeader() bool { return c.isLeader.Load() }
+
+// CommitIndex is the commit index this member knows.
+func (c *Replica) CommitIndex() uint64 { return c.commit.Load() }
+
+// Applied returns the applied index and a channel closed when it changes.
+func (c *Replica) Applied() (uint64, <-chan struct{}) { return c.applied.get() }
+
+// State returns the current state machine (read-only use).
+func (c *Replica) State() *metadata.State { return c.state.Load() }
+
+// Status is raft's view of this member (the leader's includes every
+// follower's progress).
+func (c *Replica) Status() raft.Status { return c.node.Status() }
+
+// LastIndex is the index of the last entry in the local log.
+func (c *Replica) LastIndex() (uint64, error) { return c.store.LastIndex() }
+
+// FirstIndex is the index of the first entry still in the local log.
+func (c *Replica) FirstIndex() (uint64, error) { return c.store.FirstIndex() }
+
+// LogTerm is the term of the entry at index i, if still in the log.
+func (c *Replica) LogTerm(i uint64) (uint64, error) { return c.store.Term(i) }
+
+// PeerStatus is the transport's view of a peer.
+func (c *Replica) PeerStatus(id uint64) transport.PeerStatus { return c.tr.PeerStatus(id) }
+
+// ConfState is the current raft configuration.
+func (c *Replica) ConfState() *pb.ConfState { return c.currentConfState() }
+
+// Members returns the voters and learners of the current configuration.
+func (c *Replica) Members() (voters, learners map[uint64]bool) { return c.members() }
+
+// LastHeard is when this member last received a raft message from id.
+func (c *Replica) LastHeard(id uint64) time.Time { return c.heard.get(id) }
+
+// LeaderChanges are the changes of leader seen in the hour before now.
+func (c *Replica) LeaderChanges(now time.Time) []LeaderChange { return c.leaders.lastHour(now) }
+
+func (c *Replica) setConfState(cs *pb.ConfState) {
+	c.confMu.Lock()
+	c.confState = cs
+	c.confMu.Unlock()
+}
+
+func (c *Replica) currentConfState() *pb.ConfState {
+	c.confMu.RLock()
+	defer c.confMu.RUnlock()
+	return c.confState
+}
+
+func newClusterID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+var (
+	// ErrNoLeader means no leader is known; nothing was proposed, so the
+	// request can safely be retried on another controller.
+	ErrNoLeader = fault.ErrNoLeader
+	// ErrTimeout means the request was proposed but not seen applied in time;
+	// its outcome is unknown.
+	ErrTimeout       = fault.ErrTimeout
+	errLeaderChanged = fmt.Errorf("leader changed while the request was in flight: %w", ErrTimeout)
+	// ErrStopped means the controller is shutting down.
+	ErrStopped = fault.ErrStopped
+	// errNotLeader: this controller is not the leader and does not know
+	// where the leader's API is.
+	errNotLeader = fault.ErrNotLeader
+)
+
+// ListenWorkers listens for worker streams on the cluster port (QUIC,
+// their own ALPN); with an injected transport it returns nil.
+func (c *Replica) ListenWorkers() (transport.StreamListener, error) {
+	q, ok := c.tr.(*transport.QUIC)
+	if !ok {
+		return nil, nil
+	}
+	ln, err := q.ListenStreams(transport.ALPNWorker)
+	if err != nil {
+		return nil, fmt.Errorf("listen for workers: %w", err)
+	}
+	return ln, nil
+}
