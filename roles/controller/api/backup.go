@@ -7,11 +7,11 @@ import (
 	"github.com/corral-dev/corral/roles/backup"
 )
 
-func (s *Server) handleSnapshot(w http.ResponseWriter, r *http.Request) {
+// handleSnapshot is GET /v1/snapshot: the backup file, written raw.
+func (s *Server) handleSnapshot(w http.ResponseWriter, r *http.Request) (any, error) {
 	h, data, err := s.backups.SnapshotForBackup(r.Context())
 	if err != nil {
-		writeError(w, err)
-		return
+		return nil, err
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("Content-Disposition", "attachment; filename=corral-"+strconv.FormatUint(h.Index, 10)+".snap")
@@ -20,4 +20,5 @@ func (s *Server) handleSnapshot(w http.ResponseWriter, r *http.Request) {
 	if err := backup.Encode(w, h, data); err != nil {
 		s.log.Warn("snapshot download interrupted", "err", err)
 	}
+	return nil, nil
 }

@@ -30,7 +30,7 @@ type ClusterInfo struct {
 
 // handleReadyz answers 200 only when a leader is known and this controller
 // has applied everything it knows to be committed.
-func (s *Server) handleReadyz(w http.ResponseWriter, _ *http.Request) {
+func (s *Server) handleReadyz(http.ResponseWriter, *http.Request) (any, error) {
 	applied := s.cluster.AppliedIndex()
 	commit := s.cluster.CommitIndex()
 	leader := s.cluster.LeaderID()
@@ -39,12 +39,11 @@ func (s *Server) handleReadyz(w http.ResponseWriter, _ *http.Request) {
 	switch {
 	case leader == 0:
 		body["error"], body["code"] = "no leader known", "not_ready"
-		writeJSON(w, http.StatusServiceUnavailable, body)
+		return unavailable(body), nil
 	case applied < commit:
 		body["error"], body["code"] = "still applying committed entries", "not_ready"
-		writeJSON(w, http.StatusServiceUnavailable, body)
-	default:
-		body["status"] = "ready"
-		writeJSON(w, http.StatusOK, body)
+		return unavailable(body), nil
 	}
+	body["status"] = "ready"
+	return body, nil
 }

@@ -18,51 +18,67 @@ import (
 // stale view of leadership cannot bounce it around.
 const forwardedHeader = "X-Corral-Forwarded"
 
+// leaderHandlerFunc is a leader-only handler; body is the request body,
+// read before h runs so a follower can replay it at the leader.
+type leaderHandlerFunc func(w http.ResponseWriter, r *http.Request, body []byte) (any, error)
+
 // leaderOnly runs h on the leader; a follower proxies the request to the
 // leader's announced HTTP address, so operators can use any endpoint.
-func (s *Server) leaderOnly(h func(http.ResponseWriter, *http.Request, []byte)) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func (s *Server) leaderOnly(h leaderHandlerFunc) http.HandlerFunc {
+	return s.handle(func(w http.ResponseWriter, r *http.Request) (any, error) {
 		body, err := io.ReadAll(io.LimitReader(r.Body, 64<<10))
 		if err != nil {
-			writeError(w, badRequest("read request body: %v", err))
-			return
+			return nil, badRequest("read request body: %v", err)
 		}
 		if s.cluster.IsLeader() {
-			h(w, r, body)
-			return
+			return h(w, r, body)
 		}
-		s.forwardToLeader(w, r, body)
-	}
+		return nil, s.forwardToLeader(w, r, body)
+	})
 }
 
-func (s *Server) forwardToLeader(w http.ResponseWriter, r *http.Request, body []byte) {
+// forwardToLeader replays r (with body) at the leader and copies its
+// answer to w; it returns an error, having written nothing, when the
+// leader or its address is unknown or unreachable.
+func (s *Server) forwardToLeader(w http.ResponseWriter, r *http.Request, body []byte) error {
 	lead := s.cluster.LeaderID()
 	if lead == 0 {
-		writeError(w, fault.ErrNoLeader)
-		return
+		return fault.ErrNoLeader
 	}
 	_, addr := s.cluster.MemberAddress(lead)
 	if addr == "" || r.Header.Get(forwardedHeader) != "" || lead == s.cfg.NodeID {
-		writeError(w, fault.ErrNotLeader)
-		return
+		return fault.ErrNotLeader
 	}
-	req, err := http.NewRequestWithContext(r.Context(), r.Method, "http://"+addr+r.URL.RequestURI(), bytes.NewReader(body))
+	req, err := s.leaderRequest(r, r.Method, addr, bytes.NewReader(body))
 	if err != nil {
-		writeError(w, err)
-		return
+		return err
+	}
+	req.Header.Set("Content-Type", r.Header.Get("Content-Type"))
+	resp, err := (&http.Client{Timeout: 4 * s.cfg.RequestTimeout}).Do(req)
+	if err != nil {
+		return notLeader("forward to leader %d at %s: %v; retry on another controller", lead, addr, err)
+	}
+	defer resp.Body.Close()
+	copyResponse(w, resp)
+	return nil
+}
+
+// leaderRequest is r replayed at the leader's HTTP address: marked as
+// forwarded (so it is not bounced again) and with the client's token.
+func (s *Server) leaderRequest(r *http.Request, method, addr string, body io.Reader) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(r.Context(), method, "http://"+addr+r.URL.RequestURI(), body)
+	if err != nil {
+		return nil, err // unwrapped: its text is the answer's message, as before
 	}
 	req.Header.Set(forwardedHeader, strconv.FormatUint(s.cfg.NodeID, 10))
 	if a := r.Header.Get("Authorization"); a != "" {
 		req.Header.Set("Authorization", a)
 	}
-	req.Header.Set("Content-Type", r.Header.Get("Content-Type"))
-	resp, err := (&http.Client{Timeout: 4 * s.cfg.RequestTimeout}).Do(req)
-	if err != nil {
-		writeError(w, &apiError{Status: http.StatusServiceUnavailable, Code: "not_leader",
-			Message: fmt.Sprintf("forward to leader %d at %s: %v; retry on another controller", lead, addr, err)})
-		return
-	}
-	defer resp.Body.Close()
+	return req, nil
+}
+
+// copyResponse answers with the leader's answer as it is.
+func copyResponse(w http.ResponseWriter, resp *http.Response) {
 	w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
 	w.WriteHeader(resp.StatusCode)
 	_, _ = io.Copy(w, resp.Body)
@@ -100,30 +116,34 @@ type ControllerInfo struct {
 	LastContactMS *int64 `json:"last_contact_ms,omitempty"`
 }
 
-func (s *Server) handleListControllers(w http.ResponseWriter, _ *http.Request, _ []byte) {
-	writeJSON(w, http.StatusOK, map[string]any{
+func (s *Server) handleListControllers(http.ResponseWriter, *http.Request, []byte) (any, error) {
+	return map[string]any{
 		"leader_id": s.cfg.NodeID, "term": s.cluster.Term(), "controllers": s.cluster.Controllers(),
 		"quorum": s.cluster.Quorum(),
-	})
+	}, nil
 }
 
-func (s *Server) handleAddController(w http.ResponseWriter, r *http.Request, body []byte) {
+func (s *Server) handleAddController(_ http.ResponseWriter, r *http.Request, body []byte) (any, error) {
 	var req struct {
 		ID      uint64 `json:"id"`
 		Address string `json:"address"`
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		writeError(w, badRequest("body must be {\"id\": N, \"address\": \"HOST:PORT\"}: %v", err))
-		return
+	if err := decodeStrict(bytes.NewReader(body), &req); err != nil {
+		return nil, badRequest("body must be {\"id\": N, \"address\": \"HOST:PORT\"}: %v", err)
 	}
 	if err := s.cluster.AddController(r.Context(), req.ID, req.Address); err != nil {
-		writeError(w, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{"id": req.ID, "address": req.Address, "role": "learner",
-		"message": fmt.Sprintf("controller %d added as a learner; start it with --join and it becomes a voter once caught up", req.ID)})
+	return created(map[string]any{"id": req.ID, "address": req.Address, "role": "learner",
+		"message": fmt.Sprintf("controller %d added as a learner; start it with --join and it becomes a voter once caught up", req.ID)}), nil
+}
+
+// decodeStrict decodes one JSON value from r into v, refusing unknown
+// fields (a typo must not be silently ignored).
+func decodeStrict(r io.Reader, v any) error {
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
 }
 
 func pathID(r *http.Request) (uint64, error) {
@@ -134,35 +154,29 @@ func pathID(r *http.Request) (uint64, error) {
 	return id, nil
 }
 
-func (s *Server) handleRemoveController(w http.ResponseWriter, r *http.Request, body []byte) {
+func (s *Server) handleRemoveController(w http.ResponseWriter, r *http.Request, body []byte) (any, error) {
 	id, err := pathID(r)
 	if err != nil {
-		writeError(w, err)
-		return
+		return nil, err
 	}
-	force := r.URL.Query().Get("force") == "true"
-	err = s.cluster.RemoveController(r.Context(), id, force)
+	err = s.cluster.RemoveController(r.Context(), id, r.URL.Query().Get("force") == "true")
 	if errors.Is(err, fault.ErrLeadershipMoved) {
 		s.waitLeaderHTTP(r.Context())
-		s.forwardToLeader(w, r, body)
-		return
+		return nil, s.forwardToLeader(w, r, body)
 	}
 	if err != nil {
-		writeError(w, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"removed": id})
+	return map[string]any{"removed": id}, nil
 }
 
-func (s *Server) handleTransferLeader(w http.ResponseWriter, r *http.Request, _ []byte) {
+func (s *Server) handleTransferLeader(_ http.ResponseWriter, r *http.Request, _ []byte) (any, error) {
 	id, err := pathID(r)
 	if err != nil {
-		writeError(w, err)
-		return
+		return nil, err
 	}
 	if err := s.cluster.TransferLeader(r.Context(), id); err != nil {
-		writeError(w, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"leader_id": id})
+	return map[string]any{"leader_id": id}, nil
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -32,22 +33,22 @@ const (
 )
 
 func (s *Server) registerCoordRoutes(mux *http.ServeMux) {
-	mux.HandleFunc("POST /v1/leases", s.handleLeaseGrant)
+	mux.HandleFunc("POST /v1/leases", s.handle(s.handleLeaseGrant))
 	mux.HandleFunc("POST /v1/leases/keepalive", s.leaderOnly(s.handleKeepAliveBatch))
-	mux.HandleFunc("POST /v1/leases/keepalive/stream", s.handleKeepAliveStream)
+	mux.HandleFunc("POST /v1/leases/keepalive/stream", s.handle(s.handleKeepAliveStream))
 	mux.HandleFunc("POST /v1/leases/{id}/keepalive", s.leaderOnly(s.handleKeepAlive))
 	mux.HandleFunc("GET /v1/leases/{id}", s.leaderOnly(s.handleLeaseGet))
-	mux.HandleFunc("DELETE /v1/leases/{id}", s.handleLeaseRevoke)
-	mux.HandleFunc("GET /v1/watch/{prefix...}", s.handleWatch)
-	mux.HandleFunc("POST /v1/locks/{name}", s.handleLockAcquire(lockPrefix))
-	mux.HandleFunc("DELETE /v1/locks/{name}", s.handleLockRelease(lockPrefix))
-	mux.HandleFunc("GET /v1/locks/{name}", s.handleLockGet(lockPrefix))
-	mux.HandleFunc("POST /v1/elections/{name}/campaign", s.handleLockAcquire(electionPrefix))
-	mux.HandleFunc("POST /v1/elections/{name}/resign", s.handleLockRelease(electionPrefix))
-	mux.HandleFunc("GET /v1/elections/{name}", s.handleLockGet(electionPrefix))
-	mux.HandleFunc("PUT /v1/services/{name}/{instance}", s.handleServicePut)
-	mux.HandleFunc("DELETE /v1/services/{name}/{instance}", s.handleServiceDelete)
-	mux.HandleFunc("GET /v1/services/{name}", s.handleServiceList)
+	mux.HandleFunc("DELETE /v1/leases/{id}", s.handle(s.handleLeaseRevoke))
+	mux.HandleFunc("GET /v1/watch/{prefix...}", s.handle(s.handleWatch))
+	mux.HandleFunc("POST /v1/locks/{name}", s.handle(s.handleLockAcquire(lockPrefix)))
+	mux.HandleFunc("DELETE /v1/locks/{name}", s.handle(s.handleLockRelease(lockPrefix)))
+	mux.HandleFunc("GET /v1/locks/{name}", s.handle(s.handleLockGet(lockPrefix)))
+	mux.HandleFunc("POST /v1/elections/{name}/campaign", s.handle(s.handleLockAcquire(electionPrefix)))
+	mux.HandleFunc("POST /v1/elections/{name}/resign", s.handle(s.handleLockRelease(electionPrefix)))
+	mux.HandleFunc("GET /v1/elections/{name}", s.handle(s.handleLockGet(electionPrefix)))
+	mux.HandleFunc("PUT /v1/services/{name}/{instance}", s.handle(s.handleServicePut))
+	mux.HandleFunc("DELETE /v1/services/{name}/{instance}", s.handle(s.handleServiceDelete))
+	mux.HandleFunc("GET /v1/services/{name}", s.handle(s.handleServiceList))
 }
 
 // coordError maps state-machine refusals of coordination ops to answers.
@@ -66,14 +67,7 @@ func (s *Server) proposeCoord(ctx context.Context, op metadata.Op, key string, p
 	if err != nil {
 		return metadata.Result{}, err
 	}
-	res, err := s.store.Propose(ctx, cmd)
-	if err == nil {
-		err = res.Err
-	}
-	if err != nil {
-		return res, coordError(err)
-	}
-	return res, nil
+	return s.propose(ctx, cmd, coordError)
 }
 
 func parseLeaseID(s, what string) (int64, error) {
@@ -114,108 +108,86 @@ func leaseOut(id, ttlMS int64) leaseJSON {
 	return leaseJSON{ID: id, TTLMS: ttlMS, TTL: (time.Duration(ttlMS) * time.Millisecond).String()}
 }
 
-func (s *Server) handleLeaseGrant(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleLeaseGrant(w http.ResponseWriter, r *http.Request) (any, error) {
 	var in struct {
 		TTL string `json:"ttl"`
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&in); err != nil {
-		writeError(w, badRequest("body must be {\"ttl\": \"10s\"}: %v", err))
-		return
+	if err := decodeStrict(http.MaxBytesReader(w, r.Body, 4096), &in); err != nil {
+		return nil, badRequest("body must be {\"ttl\": \"10s\"}: %v", err)
 	}
 	ttl, err := time.ParseDuration(in.TTL)
 	if err != nil {
-		writeError(w, badRequest("ttl %q is not a duration like \"10s\": %v", in.TTL, err))
-		return
+		return nil, badRequest("ttl %q is not a duration like \"10s\": %v", in.TTL, err)
 	}
 	if ttl < metadata.MinLeaseTTLMS*time.Millisecond || ttl > metadata.MaxLeaseTTLMS*time.Millisecond {
-		writeError(w, badRequest("ttl %s is outside [%s, %s]", ttl, metadata.MinLeaseTTLMS*time.Millisecond, metadata.MaxLeaseTTLMS*time.Millisecond))
-		return
+		return nil, badRequest("ttl %s is outside [%s, %s]", ttl, metadata.MinLeaseTTLMS*time.Millisecond, metadata.MaxLeaseTTLMS*time.Millisecond)
 	}
 	res, err := s.proposeCoord(r.Context(), metadata.OpLeaseGrant, "", metadata.LeaseGrantPayload{TTLMS: ttl.Milliseconds()})
 	if err != nil {
-		writeError(w, err)
-		return
+		return nil, err
 	}
 	g := res.Out.(metadata.LeaseGrant)
-	writeJSON(w, http.StatusOK, leaseOut(g.ID, g.TTLMS))
+	return leaseOut(g.ID, g.TTLMS), nil
 }
 
-func (s *Server) handleLeaseRevoke(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleLeaseRevoke(w http.ResponseWriter, r *http.Request) (any, error) {
 	id, err := parseLeaseID(r.PathValue("id"), "lease id")
 	if err != nil {
-		writeError(w, err)
-		return
+		return nil, err
 	}
 	res, err := s.proposeCoord(r.Context(), metadata.OpLeaseRevoke, "", metadata.LeaseRevokePayload{IDs: []int64{id}})
 	if err != nil {
-		writeError(w, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, map[string]int64{"revision": res.Revision, "deleted": res.Deleted})
+	return map[string]int64{"revision": res.Revision, "deleted": res.Deleted}, nil
 }
 
-func (s *Server) handleKeepAlive(w http.ResponseWriter, r *http.Request, _ []byte) {
+func (s *Server) handleKeepAlive(w http.ResponseWriter, r *http.Request, _ []byte) (any, error) {
 	id, err := parseLeaseID(r.PathValue("id"), "lease id")
 	if err != nil {
-		writeError(w, err)
-		return
+		return nil, err
 	}
 	alive, _, err := s.coord.KeepAlive(r.Context(), []int64{id})
 	if err != nil {
-		writeError(w, err)
-		return
+		return nil, err
 	}
 	if len(alive) == 0 {
-		writeError(w, &apiError{Status: http.StatusNotFound, Code: "lease_not_found",
-			Message: fmt.Sprintf("lease %d not found (expired or revoked)", id)})
-		return
+		return nil, notFound("lease_not_found", "lease %d not found (expired or revoked)", id)
 	}
-	writeJSON(w, http.StatusOK, leaseOut(alive[0].ID, alive[0].TTLMS))
+	return leaseOut(alive[0].ID, alive[0].TTLMS), nil
 }
 
-func (s *Server) handleKeepAliveBatch(w http.ResponseWriter, r *http.Request, body []byte) {
+func (s *Server) handleKeepAliveBatch(w http.ResponseWriter, r *http.Request, body []byte) (any, error) {
 	var in struct {
 		IDs []int64 `json:"ids"`
 	}
-	dec := json.NewDecoder(strings.NewReader(string(body)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&in); err != nil {
-		writeError(w, badRequest("body must be {\"ids\": [1, 2, ...]}: %v", err))
-		return
+	if err := decodeStrict(bytes.NewReader(body), &in); err != nil {
+		return nil, badRequest("body must be {\"ids\": [1, 2, ...]}: %v", err)
 	}
 	if len(in.IDs) == 0 || len(in.IDs) > MaxKeepAliveBatch {
-		writeError(w, badRequest("ids must name 1 to %d leases, got %d", MaxKeepAliveBatch, len(in.IDs)))
-		return
+		return nil, badRequest("ids must name 1 to %d leases, got %d", MaxKeepAliveBatch, len(in.IDs))
 	}
 	alive, missing, err := s.coord.KeepAlive(r.Context(), in.IDs)
 	if err != nil {
-		writeError(w, err)
-		return
+		return nil, err
 	}
-
 	if missing == nil {
 		missing = []int64{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"leases": leasesOut(alive), "not_found": missing})
+	return map[string]any{"leases": leasesOut(alive), "not_found": missing}, nil
 }
 
-func (s *Server) handleLeaseGet(w http.ResponseWriter, r *http.Request, _ []byte) {
+func (s *Server) handleLeaseGet(w http.ResponseWriter, r *http.Request, _ []byte) (any, error) {
 	id, err := parseLeaseID(r.PathValue("id"), "lease id")
 	if err != nil {
-		writeError(w, err)
-		return
+		return nil, err
 	}
 	if err := s.store.LinearizableRead(r.Context()); err != nil {
-		writeError(w, err)
-		return
+		return nil, err
 	}
 	l, ok := s.store.State().Lease(id)
 	if !ok {
-		writeError(w, &apiError{Status: http.StatusNotFound, Code: "lease_not_found",
-			Message: fmt.Sprintf("lease %d not found (expired or revoked)", id)})
-		return
+		return nil, notFound("lease_not_found", "lease %d not found (expired or revoked)", id)
 	}
 	out := leaseOut(id, l.TTLMS)
 	out.Keys, out.Locks = l.Keys, l.Locks
@@ -223,41 +195,7 @@ func (s *Server) handleLeaseGet(w http.ResponseWriter, r *http.Request, _ []byte
 		ms := rem.Milliseconds()
 		out.RemainingMS = &ms
 	}
-	writeJSON(w, http.StatusOK, out)
-}
-
-// handlePutLease is PUT /v1/kv/{key}?lease=ID (handlePut hands it over).
-func (s *Server) handlePutLease(w http.ResponseWriter, r *http.Request) {
-	key := r.PathValue("key")
-	if err := writableKey(key); err != nil {
-		writeError(w, err)
-		return
-	}
-	lease, err := leaseQuery(r)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	prev, hasPrev, val, err := putArgs(r)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	cmd, err := metadata.NewCoordCommand(metadata.OpPutLease, key, metadata.PutLeasePayload{Value: val, Lease: lease})
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	cmd.PrevRevision, cmd.HasPrev = prev, hasPrev
-	res, err := s.store.Propose(r.Context(), cmd)
-	if err == nil {
-		err = res.Err
-	}
-	if err != nil {
-		writeError(w, coordError(err))
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]int64{"revision": res.Revision})
+	return out, nil
 }
 
 // writableKey is validateKey for plain puts and deletes: keys under
@@ -314,44 +252,37 @@ type lockJSON struct {
 // lease alive. If wait elapses first, the handler commits its own dequeue
 // (waiting_only): if the grant committed before that, the lease holds the
 // lock and the answer is 200 with the token, otherwise 409 lock_busy.
-func (s *Server) handleLockAcquire(prefix string) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleLockAcquire(prefix string) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) (any, error) {
 		name := r.PathValue("name")
 		if err := validName(name, "name"); err != nil {
-			writeError(w, err)
-			return
+			return nil, err
 		}
 		lease, err := leaseQuery(r)
 		if err != nil {
-			writeError(w, err)
-			return
+			return nil, err
 		}
 		wait, err := queryWait(r)
 		if err != nil {
-			writeError(w, err)
-			return
+			return nil, err
 		}
 		owner := r.URL.Query().Get("id")
 		if prefix == electionPrefix && owner == "" {
-			writeError(w, badRequest("id (the candidate's identity) is required"))
-			return
+			return nil, badRequest("id (the candidate's identity) is required")
 		}
 		if len(owner) > maxNameBytes {
-			writeError(w, badRequest("id is longer than %d bytes", maxNameBytes))
-			return
+			return nil, badRequest("id is longer than %d bytes", maxNameBytes)
 		}
 		key := prefix + name
 		res, err := s.proposeCoord(r.Context(), metadata.OpLockAcquire, key, metadata.LockPayload{Lease: lease, Owner: owner, NoWait: wait == 0})
 		if err != nil {
-			writeError(w, err)
-			return
+			return nil, err
 		}
 		st := res.Out.(metadata.LockStatus)
 		if !st.Held && wait > 0 {
 			st, err = s.coord.AwaitLock(r.Context(), key, lease, wait)
 			if err != nil {
-				writeError(w, coordError(err))
-				return
+				return nil, coordError(err)
 			}
 		}
 		if !st.Held {
@@ -359,48 +290,42 @@ func (s *Server) handleLockAcquire(prefix string) http.HandlerFunc {
 			if st.Holder != nil {
 				msg = fmt.Sprintf("%q is held by lease %d (fencing token %d)", name, st.Holder.Lease, st.Holder.Token)
 			}
-			writeError(w, &apiError{Status: http.StatusConflict, Code: "lock_busy", Message: msg + "; retry or wait longer"})
-			return
+			return nil, httpError(http.StatusConflict, "lock_busy", "%s; retry or wait longer", msg)
 		}
-		writeJSON(w, http.StatusOK, lockJSON{Name: name, Key: key, Held: true, FencingToken: st.Token,
-			Lease: lease, Owner: owner, Revision: st.Token})
+		return lockJSON{Name: name, Key: key, Held: true, FencingToken: st.Token,
+			Lease: lease, Owner: owner, Revision: st.Token}, nil
 	}
 }
 
-func (s *Server) handleLockRelease(prefix string) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleLockRelease(prefix string) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) (any, error) {
 		name := r.PathValue("name")
 		if err := validName(name, "name"); err != nil {
-			writeError(w, err)
-			return
+			return nil, err
 		}
 		lease, err := leaseQuery(r)
 		if err != nil {
-			writeError(w, err)
-			return
+			return nil, err
 		}
 		res, err := s.proposeCoord(r.Context(), metadata.OpLockRelease, prefix+name, metadata.LockPayload{Lease: lease})
 		if err != nil {
-			writeError(w, err)
-			return
+			return nil, err
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"revision": res.Revision, "released": true})
+		return map[string]any{"revision": res.Revision, "released": true}, nil
 	}
 }
 
 // handleLockGet is GET /v1/locks/{name} and GET /v1/elections/{name}
 // (linearizable): the holder (for elections: the leader, with its fencing
 // token as the epoch) and the queue.
-func (s *Server) handleLockGet(prefix string) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleLockGet(prefix string) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) (any, error) {
 		name := r.PathValue("name")
 		if err := validName(name, "name"); err != nil {
-			writeError(w, err)
-			return
+			return nil, err
 		}
 		if err := s.store.LinearizableRead(r.Context()); err != nil {
-			writeError(w, err)
-			return
+			return nil, err
 		}
 		st := s.store.State()
 		lk, _ := st.LockState(prefix + name)
@@ -413,10 +338,9 @@ func (s *Server) handleLockGet(prefix string) http.HandlerFunc {
 			if lk.Holder != nil {
 				e["leader"], e["epoch"], e["lease"] = lk.Holder.Owner, lk.Holder.Token, lk.Holder.Lease
 			}
-			writeJSON(w, http.StatusOK, e)
-			return
+			return e, nil
 		}
-		writeJSON(w, http.StatusOK, out)
+		return out, nil
 	}
 }
 
@@ -426,54 +350,45 @@ type ServiceInstance struct {
 	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
-func (s *Server) handleServicePut(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleServicePut(w http.ResponseWriter, r *http.Request) (any, error) {
 	name, inst := r.PathValue("name"), r.PathValue("instance")
 	for _, v := range [][2]string{{name, "service name"}, {inst, "instance"}} {
 		if err := validName(v[0], v[1]); err != nil {
-			writeError(w, err)
-			return
+			return nil, err
 		}
 	}
 	if name == WorkerService {
-		writeError(w, badRequest("service %q is maintained by corral from the worker registry", WorkerService))
-		return
+		return nil, badRequest("service %q is maintained by corral from the worker registry", WorkerService)
 	}
 	lease, err := leaseQuery(r)
 	if err != nil {
-		writeError(w, err)
-		return
+		return nil, err
 	}
 	var in ServiceInstance
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&in); err != nil {
-		writeError(w, badRequest("body must be {\"address\": \"host:port\", \"metadata\": {...}}: %v", err))
-		return
+	if err := decodeStrict(http.MaxBytesReader(w, r.Body, 64<<10), &in); err != nil {
+		return nil, badRequest("body must be {\"address\": \"host:port\", \"metadata\": {...}}: %v", err)
 	}
 	val, _ := json.Marshal(in)
 	res, err := s.proposeCoord(r.Context(), metadata.OpPutLease, servicePrefix+name+"/"+inst,
 		metadata.PutLeasePayload{Value: val, Lease: lease, System: true})
 	if err != nil {
-		writeError(w, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, map[string]int64{"revision": res.Revision})
+	return map[string]int64{"revision": res.Revision}, nil
 }
 
-func (s *Server) handleServiceDelete(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleServiceDelete(w http.ResponseWriter, r *http.Request) (any, error) {
 	name, inst := r.PathValue("name"), r.PathValue("instance")
 	for _, v := range [][2]string{{name, "service name"}, {inst, "instance"}} {
 		if err := validName(v[0], v[1]); err != nil {
-			writeError(w, err)
-			return
+			return nil, err
 		}
 	}
 	res, err := s.proposeCoord(r.Context(), metadata.OpDeleteSystem, servicePrefix+name+"/"+inst, struct{}{})
 	if err != nil {
-		writeError(w, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, map[string]int64{"revision": res.Revision, "deleted": res.Deleted})
+	return map[string]int64{"revision": res.Revision, "deleted": res.Deleted}, nil
 }
 
 type instanceJSON struct {
@@ -488,20 +403,17 @@ type instanceJSON struct {
 	Worker *WorkerInfo `json:"worker,omitempty"`
 }
 
-func (s *Server) handleServiceList(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleServiceList(w http.ResponseWriter, r *http.Request) (any, error) {
 	name := r.PathValue("name")
 	if err := validName(name, "service name"); err != nil {
-		writeError(w, err)
-		return
+		return nil, err
 	}
 	if name == WorkerService && !s.cluster.IsLeader() && r.Header.Get(forwardedHeader) == "" {
 		// Worker load is known only to the leader.
-		s.forwardToLeader(w, r, nil)
-		return
+		return nil, s.forwardToLeader(w, r, nil)
 	}
 	if err := s.store.LinearizableRead(r.Context()); err != nil {
-		writeError(w, err)
-		return
+		return nil, err
 	}
 	st := s.store.State()
 	out := []instanceJSON{}
@@ -515,7 +427,7 @@ func (s *Server) handleServiceList(w http.ResponseWriter, r *http.Request) {
 	if name == WorkerService {
 		out = append(out, s.workerInstances()...)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"service": name, "instances": out, "revision": st.Revision()})
+	return map[string]any{"service": name, "instances": out, "revision": st.Revision()}, nil
 }
 
 // workerInstances lists the alive (including suspect: alive but late)

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -28,8 +29,7 @@ func validateKey(key string) error {
 	case key == "":
 		return badRequest("key is empty: use /v1/kv/{key}")
 	case len(key) > MaxKeyBytes:
-		return &apiError{Status: http.StatusRequestEntityTooLarge, Code: "too_large",
-			Message: fmt.Sprintf("key is %d bytes; the limit is %d", len(key), MaxKeyBytes)}
+		return tooLarge("key is %d bytes; the limit is %d", len(key), MaxKeyBytes)
 	case !utf8.ValidString(key):
 		return badRequest("key is not valid UTF-8")
 	case strings.ContainsRune(key, 0):
@@ -45,8 +45,7 @@ func readValue(r *http.Request) ([]byte, error) {
 		return nil, badRequest("read request body: %v", err)
 	}
 	if len(body) > MaxValueBytes {
-		return nil, &apiError{Status: http.StatusRequestEntityTooLarge, Code: "too_large",
-			Message: fmt.Sprintf("value is larger than the %d-byte limit", MaxValueBytes)}
+		return nil, tooLarge("value is larger than the %d-byte limit", MaxValueBytes)
 	}
 	return body, nil
 }
@@ -72,48 +71,63 @@ func putArgs(r *http.Request) (prev int64, hasPrev bool, val []byte, err error) 
 	return prev, hasPrev, val, err
 }
 
-func (s *Server) handlePut(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Query().Has("lease") {
-		s.handlePutLease(w, r) // ephemeral key (http_coord.go)
-		return
-	}
+// handlePut is PUT /v1/kv/{key}, with ?lease=ID an ephemeral key.
+func (s *Server) handlePut(_ http.ResponseWriter, r *http.Request) (any, error) {
 	key := r.PathValue("key")
 	if err := writableKey(key); err != nil {
-		writeError(w, err)
-		return
+		return nil, err
+	}
+	var lease int64
+	leased := r.URL.Query().Has("lease")
+	if leased {
+		var err error
+		if lease, err = leaseQuery(r); err != nil {
+			return nil, err
+		}
 	}
 	prev, hasPrev, val, err := putArgs(r)
 	if err != nil {
-		writeError(w, err)
-		return
+		return nil, err
 	}
-	res, err := s.store.Propose(r.Context(), &metadata.Command{
-		Op: metadata.OpPut, Key: key, Value: val, PrevRevision: prev, HasPrev: hasPrev})
-	if err == nil {
-		err = res.Err
+	cmd := &metadata.Command{Op: metadata.OpPut, Key: key, Value: val}
+	refusal := kvError
+	if leased {
+		if cmd, err = metadata.NewCoordCommand(metadata.OpPutLease, key, metadata.PutLeasePayload{Value: val, Lease: lease}); err != nil {
+			return nil, err
+		}
+		refusal = coordError // lease errors too
 	}
+	cmd.PrevRevision, cmd.HasPrev = prev, hasPrev
+	res, err := s.propose(r.Context(), cmd, refusal)
 	if err != nil {
-		writeError(w, kvError(err))
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, map[string]int64{"revision": res.Revision})
+	return map[string]int64{"revision": res.Revision}, nil
 }
 
-func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleDelete(_ http.ResponseWriter, r *http.Request) (any, error) {
 	key := r.PathValue("key")
 	if err := writableKey(key); err != nil {
-		writeError(w, err)
-		return
+		return nil, err
 	}
-	res, err := s.store.Propose(r.Context(), &metadata.Command{Op: metadata.OpDelete, Key: key})
+	res, err := s.propose(r.Context(), &metadata.Command{Op: metadata.OpDelete, Key: key}, kvError)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]int64{"revision": res.Revision, "deleted": res.Deleted}, nil
+}
+
+// propose proposes cmd and folds the state machine's refusal, mapped by
+// refusal, into the error.
+func (s *Server) propose(ctx context.Context, cmd *metadata.Command, refusal func(error) error) (metadata.Result, error) {
+	res, err := s.store.Propose(ctx, cmd)
 	if err == nil {
 		err = res.Err
 	}
 	if err != nil {
-		writeError(w, kvError(err))
-		return
+		return res, refusal(err)
 	}
-	writeJSON(w, http.StatusOK, map[string]int64{"revision": res.Revision, "deleted": res.Deleted})
+	return res, nil
 }
 
 // kvError turns a state-machine refusal into a 4xx answer.
@@ -130,55 +144,63 @@ func kvError(err error) error {
 	return err
 }
 
-func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleGet(_ http.ResponseWriter, r *http.Request) (any, error) {
 	key := r.PathValue("key")
 	q := r.URL.Query()
 	prefix := q.Get("prefix") == "true"
 	if !prefix {
 		if err := validateKey(key); err != nil {
-			writeError(w, err)
-			return
+			return nil, err
 		}
 	}
 	enc := q.Get("encoding")
-	if enc != "" && enc != "base64" && enc != "text" {
-		writeError(w, badRequest("encoding must be text or base64, got %q", enc))
-		return
+	if err := checkEncoding(enc); err != nil {
+		return nil, err
 	}
-	switch cons := q.Get("consistency"); cons {
-	case "", "linearizable":
-		if err := s.store.LinearizableRead(r.Context()); err != nil {
-			writeError(w, err)
-			return
-		}
-	case "serializable":
-	default:
-		writeError(w, badRequest("consistency must be linearizable or serializable, got %q", cons))
-		return
+	if err := s.readable(r); err != nil {
+		return nil, err
 	}
 	st := s.store.State()
 	if prefix {
 		limit, _, err := queryInt(r, "limit")
 		if err != nil {
-			writeError(w, err)
-			return
+			return nil, err
 		}
 		kvs := st.Range(key, int(limit))
 		out := make([]kvJSON, len(kvs))
 		for i, kv := range kvs {
 			out[i] = toJSON(kv, enc)
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"kvs": out, "revision": st.Revision()})
-		return
+		return map[string]any{"kvs": out, "revision": st.Revision()}, nil
 	}
 	kv, ok := st.Get(key)
 	if !ok {
-		writeJSON(w, http.StatusNotFound, &apiError{Code: "not_found", Message: fmt.Sprintf("key %q not found", key)})
-		return
+		return nil, notFound("not_found", "key %q not found", key)
 	}
 	out := toJSON(kv, enc)
 	out.Revision = st.Revision()
-	writeJSON(w, http.StatusOK, out)
+	return out, nil
+}
+
+// checkEncoding checks ?encoding= of reads and watches.
+func checkEncoding(enc string) error {
+	if enc != "" && enc != "base64" && enc != "text" {
+		return badRequest("encoding must be text or base64, got %q", enc)
+	}
+	return nil
+}
+
+// readable makes the request's read linearizable unless it asks for
+// ?consistency=serializable.
+func (s *Server) readable(r *http.Request) error {
+	switch cons := r.URL.Query().Get("consistency"); cons {
+	case "", "linearizable":
+		return s.store.LinearizableRead(r.Context())
+	case "serializable":
+		return nil
+	default:
+		return badRequest("consistency must be linearizable or serializable, got %q", cons)
+	}
 }
 
 func toJSON(kv metadata.KV, enc string) kvJSON {

@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -18,55 +17,51 @@ const logPollEvery = 250 * time.Millisecond
 // handleAllocLogs streams an allocation's log, read from its worker over
 // the worker's session with the leader. Any controller answers: a
 // follower relays the leader's stream.
-func (s *Server) handleAllocLogs(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleAllocLogs(w http.ResponseWriter, r *http.Request) (any, error) {
 	q := r.URL.Query()
 	stream := q.Get("stream")
 	if stream == "" {
 		stream = "stdout"
 	}
 	if stream != "stdout" && stream != "stderr" {
-		writeError(w, badRequest("stream must be stdout or stderr, got %q", stream))
-		return
+		return nil, badRequest("stream must be stdout or stderr, got %q", stream)
 	}
 	follow := q.Get("follow") == "true"
 	tail := -1
 	if s := q.Get("tail"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 0 || n > 100000 {
-			writeError(w, badRequest("tail must be a number of lines between 0 and 100000, got %q", s))
-			return
+			return nil, badRequest("tail must be a number of lines between 0 and 100000, got %q", s)
 		}
 		tail = n
 	}
 	id := r.PathValue("id")
 	if !s.cluster.IsLeader() {
-		s.relayToLeader(w, r)
-		return
+		return nil, s.relayToLeader(w, r)
 	}
 	a, ok := s.store.State().Allocation(id)
 	if !ok {
-		writeError(w, allocNotFound(id))
-		return
+		return nil, allocNotFound(id)
 	}
 	req := transport.LogRequest{AllocID: id, Stream: stream, Offset: 0, Max: transport.MaxLogChunk}
 	if tail >= 0 {
 		req.Offset, req.Tail = -1, uint64(tail)
 	}
 	d, err := s.workers.FetchLog(r.Context(), a.Worker, req)
-	if err == nil && d.Err != "" {
-		err = &apiError{Status: http.StatusNotFound, Code: "log_unavailable", Message: d.Err}
-	}
-	if err == nil && tail == 0 {
-		d.Data = nil // tail=0: nothing old, only what comes next (with follow)
-	}
 	if err != nil {
-		writeError(w, err)
-		return
+		return nil, err
+	}
+	if d.Err != "" {
+		return nil, notFound("log_unavailable", "%s", d.Err)
+	}
+	if tail == 0 {
+		d.Data = nil // tail=0: nothing old, only what comes next (with follow)
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusOK)
 	s.copyLog(r.Context(), w, a.Worker, req, d, follow)
+	return nil, nil
 }
 
 // copyLog writes chunks until the log is read (or, following, until the
@@ -113,28 +108,21 @@ func (s *Server) copyLog(ctx context.Context, w http.ResponseWriter, worker stri
 }
 
 // relayToLeader forwards a GET to the leader and streams its answer back
-// as it comes (a followed log never ends by itself).
-func (s *Server) relayToLeader(w http.ResponseWriter, r *http.Request) {
+// as it comes (a followed log never ends by itself). It returns an error,
+// having written nothing, when the leader cannot be asked.
+func (s *Server) relayToLeader(w http.ResponseWriter, r *http.Request) error {
 	lead := s.cluster.LeaderID()
 	_, addr := s.cluster.MemberAddress(lead)
 	if lead == 0 || addr == "" || r.Header.Get(forwardedHeader) != "" {
-		writeError(w, fault.ErrNoLeader)
-		return
+		return fault.ErrNoLeader
 	}
-	req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, "http://"+addr+r.URL.RequestURI(), nil)
+	req, err := s.leaderRequest(r, http.MethodGet, addr, nil)
 	if err != nil {
-		writeError(w, err)
-		return
-	}
-	req.Header.Set(forwardedHeader, strconv.FormatUint(s.cfg.NodeID, 10))
-	if a := r.Header.Get("Authorization"); a != "" {
-		req.Header.Set("Authorization", a)
+		return err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		writeError(w, &apiError{Status: http.StatusServiceUnavailable, Code: "not_leader",
-			Message: fmt.Sprintf("relay to leader %d at %s: %v; retry on another controller", lead, addr, err)})
-		return
+		return notLeader("relay to leader %d at %s: %v; retry on another controller", lead, addr, err)
 	}
 	defer resp.Body.Close()
 	w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
@@ -144,7 +132,7 @@ func (s *Server) relayToLeader(w http.ResponseWriter, r *http.Request) {
 		n, err := resp.Body.Read(buf)
 		if n > 0 {
 			if _, werr := w.Write(buf[:n]); werr != nil {
-				return
+				return nil
 			}
 			if f, ok := w.(http.Flusher); ok {
 				f.Flush()
@@ -154,7 +142,7 @@ func (s *Server) relayToLeader(w http.ResponseWriter, r *http.Request) {
 			if err != io.EOF {
 				s.log.Debug("log relay ended", "err", err)
 			}
-			return
+			return nil
 		}
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/corral-dev/corral/metadata"
 	"github.com/corral-dev/corral/roles/controller/fault"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -38,23 +39,49 @@ type apiError struct {
 	Message     string `json:"error"`
 	Code        string `json:"code"`
 	ModRevision *int64 `json:"mod_revision,omitempty"`
+	// OldestRevision is set for a watch refused as too old (410).
+	OldestRevision *int64 `json:"oldest_revision,omitempty"`
+	// Fields names every invalid field of a refused job spec.
+	Fields []metadata.FieldError `json:"fields,omitempty"`
 }
 
 func (e *apiError) Error() string { return e.Message }
 
+// httpError is an answer with status and code that says what to do.
+func httpError(status int, code, format string, a ...any) *apiError {
+	return &apiError{Status: status, Code: code, Message: fmt.Sprintf(format, a...)}
+}
+
 func badRequest(format string, a ...any) *apiError {
-	return &apiError{Status: http.StatusBadRequest, Code: "bad_request", Message: fmt.Sprintf(format, a...)}
+	return httpError(http.StatusBadRequest, "bad_request", format, a...)
+}
+
+func notFound(code, format string, a ...any) *apiError {
+	return httpError(http.StatusNotFound, code, format, a...)
+}
+
+func tooLarge(format string, a ...any) *apiError {
+	return httpError(http.StatusRequestEntityTooLarge, "too_large", format, a...)
+}
+
+// notLeader says a request that needs the leader could not reach it.
+func notLeader(format string, a ...any) *apiError {
+	return httpError(http.StatusServiceUnavailable, "not_leader", format, a...)
 }
 
 // errorFor maps controller errors to HTTP answers.
 func errorFor(err error) *apiError {
 	var ae *apiError
 	var fe *fault.Error
+	var we *WatchError
 	switch {
 	case errors.As(err, &ae):
 		return ae
 	case errors.As(err, &fe):
 		return &apiError{Status: statusOf(fe.Kind), Code: fe.Code, Message: fe.Message}
+	case errors.As(err, &we):
+		oldest := we.Oldest
+		return &apiError{Status: http.StatusGone, Code: we.Code, Message: we.Message, OldestRevision: &oldest}
 	case errors.Is(err, fault.ErrNoLeader):
 		return &apiError{Status: http.StatusServiceUnavailable, Code: "no_leader", Message: err.Error() + "; retry on another controller"}
 	case errors.Is(err, fault.ErrTimeout):
@@ -63,12 +90,6 @@ func errorFor(err error) *apiError {
 		return &apiError{Status: http.StatusServiceUnavailable, Code: "no_leader", Message: err.Error()}
 	}
 	return &apiError{Status: http.StatusInternalServerError, Code: "internal", Message: err.Error()}
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
 }
 
 // statusOf is the HTTP status of a kind of failure.
@@ -90,9 +111,55 @@ func statusOf(k fault.Kind) int {
 	return http.StatusInternalServerError
 }
 
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// writeError answers err with the status errorFor gives it. Handlers
+// return their errors to handle, which calls it; auth calls it before any
+// handler runs.
 func writeError(w http.ResponseWriter, err error) {
 	ae := errorFor(err)
 	writeJSON(w, ae.Status, ae)
+}
+
+// handlerFunc is a handler that returns its answer rather than writing
+// it, so every error reaches the client through errorFor. A (nil, nil)
+// return means the handler wrote the response itself (a stream, raw bytes
+// or a proxied answer).
+type handlerFunc func(w http.ResponseWriter, r *http.Request) (any, error)
+
+// reply is an answer whose status is not 200.
+type reply struct {
+	status int
+	body   any
+}
+
+// created is a 201 answer.
+func created(v any) reply { return reply{status: http.StatusCreated, body: v} }
+
+// unavailable is a 503 answer with a body of its own (readyz).
+func unavailable(v any) reply { return reply{status: http.StatusServiceUnavailable, body: v} }
+
+// handle adapts h: an error is written by writeError, a value as JSON
+// (200, or the status a reply carries).
+func (s *Server) handle(h handlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		v, err := h(w, r)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		switch v := v.(type) {
+		case nil: // written by h
+		case reply:
+			writeJSON(w, v.status, v.body)
+		default:
+			writeJSON(w, http.StatusOK, v)
+		}
+	}
 }
 
 // Config configures the API.
@@ -170,16 +237,25 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return s.http.Shutdown(ctx)
 }
 
+// loadToken reads cfg.APITokenFile, if set, into the token auth checks.
+func (s *Server) loadToken() error {
+	if s.cfg.APITokenFile == "" {
+		return nil
+	}
+	b, err := os.ReadFile(s.cfg.APITokenFile)
+	if err != nil {
+		return fmt.Errorf("read API token file: %w", err)
+	}
+	s.token = []byte(strings.TrimSpace(string(b)))
+	if len(s.token) == 0 {
+		return fmt.Errorf("API token file %s is empty", s.cfg.APITokenFile)
+	}
+	return nil
+}
+
 func (s *Server) startHTTP() error {
-	if s.cfg.APITokenFile != "" {
-		b, err := os.ReadFile(s.cfg.APITokenFile)
-		if err != nil {
-			return fmt.Errorf("read API token file: %w", err)
-		}
-		s.token = []byte(strings.TrimSpace(string(b)))
-		if len(s.token) == 0 {
-			return fmt.Errorf("API token file %s is empty", s.cfg.APITokenFile)
-		}
+	if err := s.loadToken(); err != nil {
+		return err
 	}
 	host, _, err := net.SplitHostPort(s.cfg.HTTPAddr)
 	if err != nil {
@@ -227,32 +303,31 @@ func (s *Server) Addr() string {
 // Handler returns the API with auth and metrics applied.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
-	mux.HandleFunc("GET /readyz", s.handleReadyz)
+	mux.HandleFunc("GET /healthz", s.handle(func(http.ResponseWriter, *http.Request) (any, error) {
+		return map[string]string{"status": "ok"}, nil
+	}))
+	mux.HandleFunc("GET /readyz", s.handle(s.handleReadyz))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{}))
-	mux.HandleFunc("PUT /v1/kv/{key...}", s.handlePut)
-	mux.HandleFunc("GET /v1/kv/{key...}", s.handleGet)
-	mux.HandleFunc("DELETE /v1/kv/{key...}", s.handleDelete)
-	mux.HandleFunc("GET /v1/cluster", s.handleClusterWithWorkers)
-	mux.HandleFunc("GET /v1/workers", s.handleWorkers)
-	mux.HandleFunc("GET /v1/workers/{id}", s.handleWorker)
+	mux.HandleFunc("PUT /v1/kv/{key...}", s.handle(s.handlePut))
+	mux.HandleFunc("GET /v1/kv/{key...}", s.handle(s.handleGet))
+	mux.HandleFunc("DELETE /v1/kv/{key...}", s.handle(s.handleDelete))
+	mux.HandleFunc("GET /v1/cluster", s.handle(s.handleClusterWithWorkers))
+	mux.HandleFunc("GET /v1/workers", s.handle(s.handleWorkers))
+	mux.HandleFunc("GET /v1/workers/{id}", s.handle(s.handleWorker))
 	mux.HandleFunc("GET /v1/controllers", s.leaderOnly(s.handleListControllers))
 	mux.HandleFunc("POST /v1/controllers", s.leaderOnly(s.handleAddController))
 	mux.HandleFunc("DELETE /v1/controllers/{id}", s.leaderOnly(s.handleRemoveController))
 	mux.HandleFunc("POST /v1/controllers/{id}/transfer-leader", s.leaderOnly(s.handleTransferLeader))
-	mux.HandleFunc("GET /v1/snapshot", s.handleSnapshot)
+	mux.HandleFunc("GET /v1/snapshot", s.handle(s.handleSnapshot))
 	s.registerCoordRoutes(mux) // leases, watches, locks, elections, services (http_coord.go)
 	s.registerJobRoutes(mux)   // jobs, allocations, logs, drain (http_jobs.go)
 	s.registerUIRoutes(mux)    // dashboard under /ui/, / redirects there, GET /v1/events (http_ui.go)
 	if s.cfg.EnablePprof {
 		registerPprof(mux)
 	}
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusNotFound, &apiError{Code: "not_found",
-			Message: fmt.Sprintf("no route for %s %s; see docs/API.md", r.Method, r.URL.Path)})
-	})
+	mux.HandleFunc("/", s.handle(func(_ http.ResponseWriter, r *http.Request) (any, error) {
+		return nil, notFound("not_found", "no route for %s %s; see docs/API.md", r.Method, r.URL.Path)
+	}))
 	return s.instrument(s.auth(mux))
 }
 
@@ -261,8 +336,8 @@ func (s *Server) auth(next http.Handler) http.Handler {
 		if s.token != nil && !isOpenPath(r.URL.Path) {
 			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 			if !ok || subtle.ConstantTimeCompare([]byte(got), s.token) != 1 {
-				writeJSON(w, http.StatusUnauthorized, &apiError{Code: "unauthorized",
-					Message: "missing or wrong API token: send Authorization: Bearer <token>"})
+				writeError(w, httpError(http.StatusUnauthorized, "unauthorized",
+					"missing or wrong API token: send Authorization: Bearer <token>"))
 				return
 			}
 		}

@@ -37,7 +37,7 @@ func (s *Server) registerUIRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, web.Prefix, http.StatusFound)
 	})
-	mux.HandleFunc("GET /v1/events", s.handleEvents)
+	mux.HandleFunc("GET /v1/events", s.handle(s.handleEvents))
 }
 
 // uiSummary is one "summary" event: what the overview page shows, in one
@@ -105,11 +105,16 @@ var uiFigureMax = map[string]bool{"corral_transport_peer_rtt_seconds": true}
 // "summary" event every second until the client goes away or the
 // controller stops. With ?once=true it answers one summary as JSON, without
 // peers (controllers use it to ask each other).
-func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) (any, error) {
 	if r.URL.Query().Get("once") == "true" {
-		writeJSON(w, http.StatusOK, s.summary(r.Context(), "", false))
-		return
+		return s.summary(r.Context(), "", false), nil
 	}
+	s.streamEvents(w, r)
+	return nil, nil
+}
+
+// streamEvents writes the SSE stream of summaries.
+func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")

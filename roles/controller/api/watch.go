@@ -47,41 +47,31 @@ func eventLine(ev metadata.Event, enc string) WatchLine {
 // handleWatch is GET /v1/watch/{prefix...}: an NDJSON stream of the puts
 // and deletes of keys under prefix from from_revision on, served from this
 // controller's applied state (see docs/API.md).
-func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request) {
-	prefix := r.PathValue("prefix")
+func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request) (any, error) {
 	q := r.URL.Query()
 	from, _, err := queryInt(r, "from_revision")
 	if err != nil {
-		writeError(w, err)
-		return
+		return nil, err
 	}
 	enc := q.Get("encoding")
-	if enc != "" && enc != "base64" && enc != "text" {
-		writeError(w, badRequest("encoding must be text or base64, got %q", enc))
-		return
+	if err := checkEncoding(enc); err != nil {
+		return nil, err
 	}
 	progress := DefaultWatchProgress
 	if s := q.Get("progress_interval"); s != "" {
 		d, err := time.ParseDuration(s)
 		if err != nil || d < 50*time.Millisecond || d > time.Hour {
-			writeError(w, badRequest("progress_interval must be a duration between 50ms and 1h, got %q", s))
-			return
+			return nil, badRequest("progress_interval must be a duration between 50ms and 1h, got %q", s)
 		}
 		progress = d
 	}
 	fl, ok := w.(http.Flusher)
 	if !ok {
-		writeError(w, badRequest("streaming is not supported on this connection"))
-		return
+		return nil, badRequest("streaming is not supported on this connection")
 	}
-	wt, backlog, last, err := s.hub.Subscribe(prefix, from)
+	wt, backlog, last, err := s.hub.Subscribe(r.PathValue("prefix"), from)
 	if err != nil {
-		if we, ok := err.(*WatchError); ok {
-			writeJSON(w, http.StatusGone, &watchErrorJSON{Message: we.Message, Code: we.Code, OldestRevision: we.Oldest})
-			return
-		}
-		writeError(w, err)
-		return
+		return nil, err // a *WatchError is 410 with the oldest revision kept
 	}
 	defer s.hub.Unsubscribe(wt)
 	if from == 0 {
@@ -90,6 +80,15 @@ func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
+	s.streamWatch(w, fl, r, wt, backlog, from, enc, progress)
+	return nil, nil
+}
+
+// streamWatch writes the watch's lines once the status is sent: the
+// first progress line, the backlog, then events and progress marks until
+// the watch is cut (an error line ends it), the client leaves or the
+// controller stops.
+func (s *Server) streamWatch(w http.ResponseWriter, fl http.Flusher, r *http.Request, wt Watch, backlog []metadata.Event, from int64, enc string, progress time.Duration) {
 	je := json.NewEncoder(w)
 	sent := from - 1 // every matching event up to sent was written
 	// The first line tells the client the watch is established.
@@ -162,10 +161,4 @@ func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-}
-
-type watchErrorJSON struct {
-	Message        string `json:"error"`
-	Code           string `json:"code"`
-	OldestRevision int64  `json:"oldest_revision"`
 }

@@ -1,11 +1,8 @@
 package api
 
 import (
-	"fmt"
-	"io"
 	"net/http"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/corral-dev/corral/metadata"
@@ -75,13 +72,9 @@ func (s *Server) proxyWorkersToLeader(w http.ResponseWriter, r *http.Request) bo
 	if addr == "" {
 		return false
 	}
-	req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, "http://"+addr+r.URL.RequestURI(), nil)
+	req, err := s.leaderRequest(r, http.MethodGet, addr, nil)
 	if err != nil {
 		return false
-	}
-	req.Header.Set(forwardedHeader, strconv.FormatUint(s.cfg.NodeID, 10))
-	if a := r.Header.Get("Authorization"); a != "" {
-		req.Header.Set("Authorization", a)
 	}
 	resp, err := (&http.Client{Timeout: 2 * time.Second}).Do(req)
 	if err != nil {
@@ -92,20 +85,17 @@ func (s *Server) proxyWorkersToLeader(w http.ResponseWriter, r *http.Request) bo
 	if resp.StatusCode >= 500 {
 		return false
 	}
-	w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
-	w.WriteHeader(resp.StatusCode)
-	_, _ = io.Copy(w, resp.Body)
+	copyResponse(w, resp)
 	return true
 }
 
-func (s *Server) handleWorkers(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleWorkers(w http.ResponseWriter, r *http.Request) (any, error) {
 	state := r.URL.Query().Get("state")
 	if state != "" && !validWorkerState(state) {
-		writeError(w, badRequest("state must be one of %v, got %q", WorkerStates, state))
-		return
+		return nil, badRequest("state must be one of %v, got %q", WorkerStates, state)
 	}
 	if !s.cluster.IsLeader() && s.proxyWorkersToLeader(w, r) {
-		return
+		return nil, nil
 	}
 	view := s.workers.Workers(time.Now())
 	if state != "" {
@@ -117,30 +107,28 @@ func (s *Server) handleWorkers(w http.ResponseWriter, r *http.Request) {
 		}
 		view.Workers = kept
 	}
-	writeJSON(w, http.StatusOK, view)
+	return view, nil
 }
 
-func (s *Server) handleWorker(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleWorker(w http.ResponseWriter, r *http.Request) (any, error) {
 	id := r.PathValue("id")
 	if err := metadata.ValidateWorkerID(id); err != nil {
-		writeError(w, badRequest("%v", err))
-		return
+		return nil, badRequest("%v", err)
 	}
 	if !s.cluster.IsLeader() && s.proxyWorkersToLeader(w, r) {
-		return
+		return nil, nil
 	}
 	view := s.workers.Workers(time.Now())
 	for _, wj := range view.Workers {
 		if wj.ID == id {
-			writeJSON(w, http.StatusOK, struct {
+			return struct {
 				WorkerInfo
 				Source          string `json:"source"`
 				ControllerEpoch uint64 `json:"controller_epoch"`
-			}{wj, view.Source, view.ControllerEpoch})
-			return
+			}{wj, view.Source, view.ControllerEpoch}, nil
 		}
 	}
-	writeJSON(w, http.StatusNotFound, &apiError{Code: "not_found", Message: fmt.Sprintf("no worker %q has registered", id)})
+	return nil, notFound("not_found", "no worker %q has registered", id)
 }
 
 func validWorkerState(s string) bool {
@@ -161,8 +149,8 @@ type clusterWithWorkers struct {
 	Workers map[string]int `json:"workers"`
 }
 
-func (s *Server) handleClusterWithWorkers(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, clusterWithWorkers{
+func (s *Server) handleClusterWithWorkers(http.ResponseWriter, *http.Request) (any, error) {
+	return clusterWithWorkers{
 		ClusterInfo: s.cluster.View(), PID: os.Getpid(), Workers: s.workers.WorkerCounts(time.Now()),
-	})
+	}, nil
 }
