@@ -8,6 +8,7 @@ import (
 	"github.com/corral-dev/corral/metadata"
 	"github.com/corral-dev/corral/roles/backup"
 	"github.com/corral-dev/corral/roles/controller/api"
+	"github.com/corral-dev/corral/roles/controller/api/view"
 	"github.com/corral-dev/corral/roles/controller/coord"
 	"github.com/corral-dev/corral/transport"
 )
@@ -29,13 +30,13 @@ func (c *Controller) apiBackend() api.Backend {
 // apiCluster is the quorum's view for the API.
 type apiCluster struct{ c *Controller }
 
-func (a apiCluster) ClusterID() string     { return a.c.ClusterID() }
-func (a apiCluster) LeaderID() uint64      { return a.c.LeaderID() }
-func (a apiCluster) IsLeader() bool        { return a.c.r.IsLeader() }
-func (a apiCluster) Term() uint64          { return a.c.Term() }
-func (a apiCluster) CommitIndex() uint64   { return a.c.r.CommitIndex() }
-func (a apiCluster) IsVoter() bool         { return a.c.isVoter() }
-func (a apiCluster) View() api.ClusterInfo { return a.c.clusterView() }
+func (a apiCluster) ClusterID() string      { return a.c.ClusterID() }
+func (a apiCluster) LeaderID() uint64       { return a.c.LeaderID() }
+func (a apiCluster) IsLeader() bool         { return a.c.r.IsLeader() }
+func (a apiCluster) Term() uint64           { return a.c.Term() }
+func (a apiCluster) CommitIndex() uint64    { return a.c.r.CommitIndex() }
+func (a apiCluster) IsVoter() bool          { return a.c.isVoter() }
+func (a apiCluster) View() view.ClusterInfo { return a.c.clusterView() }
 
 func (a apiCluster) AppliedIndex() uint64 {
 	applied, _ := a.c.r.Applied()
@@ -49,13 +50,13 @@ func (a apiCluster) Members() (voters, learners []uint64) {
 	return sortedIDs(v), sortedIDs(l)
 }
 
-func (a apiCluster) Quorum() api.QuorumHealth          { return api.QuorumHealth(a.c.r.Quorum()) }
-func (a apiCluster) Controllers() []api.ControllerInfo { return a.c.controllerList() }
+func (a apiCluster) Quorum() view.QuorumHealth          { return view.QuorumHealth(a.c.r.Quorum()) }
+func (a apiCluster) Controllers() []view.ControllerInfo { return a.c.controllerList() }
 
-func (a apiCluster) LeaderChanges(now time.Time) []api.LeaderChange {
-	var out []api.LeaderChange
+func (a apiCluster) LeaderChanges(now time.Time) []view.LeaderChange {
+	var out []view.LeaderChange
 	for _, ch := range a.c.r.LeaderChanges(now) {
-		out = append(out, api.LeaderChange(ch))
+		out = append(out, view.LeaderChange(ch))
 	}
 	return out
 }
@@ -90,7 +91,7 @@ func (a apiStore) LinearizableRead(ctx context.Context) error { return a.c.r.Lin
 // apiWorkers is the leader's view of worker sessions for the API.
 type apiWorkers struct{ c *Controller }
 
-func (a apiWorkers) Workers(now time.Time) api.WorkerList      { return a.c.workerView(now) }
+func (a apiWorkers) Workers(now time.Time) view.WorkerList     { return a.c.workerView(now) }
 func (a apiWorkers) WorkerCounts(now time.Time) map[string]int { return a.c.WorkerCounts(now) }
 
 func (a apiWorkers) FetchLog(ctx context.Context, worker string, req transport.LogRequest) (*transport.LogData, error) {
@@ -100,7 +101,7 @@ func (a apiWorkers) FetchLog(ctx context.Context, worker string, req transport.L
 // apiCoord is what leases and locks need beyond proposals.
 type apiCoord struct{ c *Controller }
 
-func (a apiCoord) KeepAlive(ctx context.Context, ids []int64) ([]api.LeaseTTL, []int64, error) {
+func (a apiCoord) KeepAlive(ctx context.Context, ids []int64) ([]view.LeaseTTL, []int64, error) {
 	return a.c.keepAlive(ctx, ids)
 }
 

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/metadata"
-	"github.com/corral-dev/corral/roles/controller/api"
+	"github.com/corral-dev/corral/roles/controller/api/view"
 	"github.com/corral-dev/corral/roles/controller/coord"
 	"github.com/corral-dev/corral/roles/controller/fault"
 	"go.etcd.io/raft/v3"
@@ -19,13 +19,13 @@ import (
 
 // clusterView describes the quorum as this controller sees it. Only the
 // leader knows followers' match indexes; a follower reports its own.
-func (c *Controller) clusterView() api.ClusterInfo {
+func (c *Controller) clusterView() view.ClusterInfo {
 	status := c.r.Status()
 	applied, _ := c.r.Applied()
-	out := api.ClusterInfo{
+	out := view.ClusterInfo{
 		ClusterID: c.ClusterID(), NodeID: c.cfg.NodeID, LeaderID: status.Lead,
 		Term: c.r.Term(), CommitIndex: c.r.CommitIndex(), AppliedIndex: applied,
-		Voter: c.isVoter(), Quorum: api.QuorumHealth(c.r.Quorum()),
+		Voter: c.isVoter(), Quorum: view.QuorumHealth(c.r.Quorum()),
 	}
 	cs := c.r.ConfState()
 	learners := map[uint64]bool{}
@@ -36,7 +36,7 @@ func (c *Controller) clusterView() api.ClusterInfo {
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	for _, id := range ids {
 		addr, _ := c.r.MemberAddress(id)
-		cj := api.ClusterMember{ID: id, Address: addr, Voter: !learners[id]}
+		cj := view.ClusterMember{ID: id, Address: addr, Voter: !learners[id]}
 		switch {
 		case learners[id]:
 			cj.Role = "learner"
@@ -70,15 +70,15 @@ func (c *Controller) clusterView() api.ClusterInfo {
 
 // controllerList is the leader's replication view, in the style of
 // kafka-metadata-quorum describe --replication.
-func (c *Controller) controllerList() []api.ControllerInfo {
+func (c *Controller) controllerList() []view.ControllerInfo {
 	status := c.r.Status()
 	last, _ := c.r.LastIndex()
 	voters, learners := c.r.Members()
 	ids := append(sortedIDs(voters), sortedIDs(learners)...)
-	out := make([]api.ControllerInfo, 0, len(ids))
+	out := make([]view.ControllerInfo, 0, len(ids))
 	for _, id := range ids {
 		addr, httpAddr := c.r.MemberAddress(id)
-		ci := api.ControllerInfo{ID: id, Address: addr, HTTPAddress: httpAddr, Voter: voters[id]}
+		ci := view.ControllerInfo{ID: id, Address: addr, HTTPAddress: httpAddr, Voter: voters[id]}
 		switch {
 		case learners[id]:
 			ci.Role = "learner"
@@ -113,18 +113,18 @@ func (c *Controller) isVoter() bool {
 }
 
 // workerView merges the replicated workers with the leader's liveness.
-func (c *Controller) workerView(now time.Time) api.WorkerList {
+func (c *Controller) workerView(now time.Time) view.WorkerList {
 	views, leader := c.workers.Views(now)
-	out := api.WorkerList{Source: "follower", NodeID: c.cfg.NodeID, LeaderID: c.LeaderID(), Workers: []api.WorkerInfo{}}
+	out := view.WorkerList{Source: "follower", NodeID: c.cfg.NodeID, LeaderID: c.LeaderID(), Workers: []view.WorkerInfo{}}
 	if leader {
 		out.Source = "leader"
 		out.ControllerEpoch = c.workers.ControllerEpoch()
 	}
 	for _, w := range c.State().Workers() {
-		wj := api.WorkerInfo{
+		wj := view.WorkerInfo{
 			ID: w.ID, Epoch: w.Epoch, State: string(w.State), Incarnation: w.Incarnation,
-			Addresses: w.Addresses, Labels: w.Labels, Capacity: api.Capacity(w.Capacity),
-			RegisteredAt: api.FormatMS(w.RegisteredAtMS), StateChangedAt: api.FormatMS(w.StateChangedAtMS),
+			Addresses: w.Addresses, Labels: w.Labels, Capacity: view.Capacity(w.Capacity),
+			RegisteredAt: view.FormatMS(w.RegisteredAtMS), StateChangedAt: view.FormatMS(w.StateChangedAtMS),
 			Reason: w.Reason, Version: w.Version,
 		}
 		if wj.Addresses == nil {
@@ -142,7 +142,7 @@ func (c *Controller) workerView(now time.Time) api.WorkerList {
 				wj.LastHeartbeatAgeMS = &age
 			}
 			if v.Load != nil {
-				wj.Load = &api.Load{CPUMillis: v.Load.CPUMillis, MemoryMB: v.Load.MemoryMB, RunningTasks: v.Load.RunningTasks}
+				wj.Load = &view.Load{CPUMillis: v.Load.CPUMillis, MemoryMB: v.Load.MemoryMB, RunningTasks: v.Load.RunningTasks}
 			}
 		}
 		out.Workers = append(out.Workers, wj)
@@ -154,8 +154,8 @@ func (c *Controller) workerView(now time.Time) api.WorkerList {
 // draining, left): the leader's view, with liveness; a follower's has
 // the replicated states only.
 func (c *Controller) WorkerCounts(now time.Time) map[string]int {
-	counts := make(map[string]int, len(api.WorkerStates))
-	for _, s := range api.WorkerStates {
+	counts := make(map[string]int, len(view.WorkerStates))
+	for _, s := range view.WorkerStates {
 		counts[s] = 0
 	}
 	for _, w := range c.workerView(now).Workers {
@@ -167,7 +167,7 @@ func (c *Controller) WorkerCounts(now time.Time) map[string]int {
 // keepAlive refreshes leases on the leader. The deadline counts from before
 // the leadership check (a ReadIndex round), so a deposed leader's answer can
 // never promise more than its successor's reset (now + TTL) grants.
-func (c *Controller) keepAlive(ctx context.Context, ids []int64) (alive []api.LeaseTTL, missing []int64, err error) {
+func (c *Controller) keepAlive(ctx context.Context, ids []int64) (alive []view.LeaseTTL, missing []int64, err error) {
 	start := time.Now()
 	if err := c.r.LinearizableRead(ctx); err != nil {
 		return nil, nil, err
@@ -186,7 +186,7 @@ func (c *Controller) keepAlive(ctx context.Context, ids []int64) (alive []api.Le
 		case err != nil:
 			return nil, nil, err
 		}
-		alive = append(alive, api.LeaseTTL{ID: id, TTLMS: l.TTLMS})
+		alive = append(alive, view.LeaseTTL{ID: id, TTLMS: l.TTLMS})
 	}
 	return alive, missing, nil
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/corral-dev/corral/metadata"
-	"github.com/corral-dev/corral/roles/controller/api"
+	"github.com/corral-dev/corral/roles/controller/api/view"
 	"github.com/corral-dev/corral/roles/controller/fault"
 	"github.com/corral-dev/corral/roles/controller/sessions"
 	"github.com/corral-dev/corral/transport"
@@ -90,7 +90,7 @@ func (w *workerStateCollector) Describe(ch chan<- *prometheus.Desc) { ch <- work
 
 func (w *workerStateCollector) Collect(ch chan<- prometheus.Metric) {
 	counts := w.c.WorkerCounts(time.Now())
-	for _, s := range api.WorkerStates {
+	for _, s := range view.WorkerStates {
 		ch <- prometheus.MustNewConstMetric(workersDesc, prometheus.GaugeValue, float64(counts[s]), s)
 	}
 }

@@ -53,6 +53,8 @@ var rules = []rule{
 		why: "a worker stores nothing and votes for nothing: it knows the controllers only through the worker protocol (transport)"},
 	{pkg: "roles/controller/api/...", deny: []string{"go.etcd.io/raft/...", "raftlog/...", "roles/controller/replica/..."},
 		why: "the HTTP API works over the small interfaces it declares, never raft types or the replica"},
+	{pkg: "roles/controller/api/view", deny: []string{"roles/...", "transport/...", "raftlog/...", "go.etcd.io/raft/...", "net/..."},
+		why: "view is the API's answer shapes and pure builders: state in, JSON shapes out"},
 	{pkg: "roles/scheduler/...", deny: []string{"go.etcd.io/raft/...", "raftlog/...", "transport/...", "roles/controller/...",
 		"roles/worker/...", "math/rand", "math/rand/v2", "crypto/rand", "net/...", "os"},
 		why: "the scheduler is pure: state in, plan out; no raft, no network, no randomness inside", codeOnly: true},

@@ -6,6 +6,7 @@ import (
 
 	"github.com/corral-dev/corral/metadata"
 	"github.com/corral-dev/corral/roles/backup"
+	"github.com/corral-dev/corral/roles/controller/api/view"
 	"github.com/corral-dev/corral/transport"
 )
 
@@ -29,13 +30,13 @@ type Cluster interface {
 	// Members returns the voters and the learners of the configuration.
 	Members() (voters, learners []uint64)
 	IsVoter() bool
-	Quorum() QuorumHealth
+	Quorum() view.QuorumHealth
 	// View describes the quorum; only the leader knows followers' match
 	// indexes.
-	View() ClusterInfo
+	View() view.ClusterInfo
 	// Controllers is the leader's replication view.
-	Controllers() []ControllerInfo
-	LeaderChanges(now time.Time) []LeaderChange
+	Controllers() []view.ControllerInfo
+	LeaderChanges(now time.Time) []view.LeaderChange
 	AddController(ctx context.Context, id uint64, addr string) error
 	RemoveController(ctx context.Context, id uint64, force bool) error
 	TransferLeader(ctx context.Context, id uint64) error
@@ -57,8 +58,8 @@ type Store interface {
 // Workers is the leader's view of worker sessions.
 type Workers interface {
 	// Workers merges the replicated workers with the leader's liveness.
-	Workers(now time.Time) WorkerList
-	// WorkerCounts counts workers per state (WorkerStates).
+	Workers(now time.Time) view.WorkerList
+	// WorkerCounts counts workers per state (view.WorkerStates).
 	WorkerCounts(now time.Time) map[string]int
 	// FetchLog asks a worker for a piece of an allocation's log.
 	FetchLog(ctx context.Context, worker string, req transport.LogRequest) (*transport.LogData, error)
@@ -68,7 +69,7 @@ type Workers interface {
 type Coordination interface {
 	// KeepAlive refreshes leases on the leader; missing are the ids that
 	// are gone (or expiring).
-	KeepAlive(ctx context.Context, ids []int64) (alive []LeaseTTL, missing []int64, err error)
+	KeepAlive(ctx context.Context, ids []int64) (alive []view.LeaseTTL, missing []int64, err error)
 	// LeaseRemaining is the time a lease has left, when the leader knows.
 	LeaseRemaining(id int64, ttl time.Duration) (time.Duration, bool)
 	// AwaitLock waits up to wait for key to be granted to lease, then

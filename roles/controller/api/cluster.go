@@ -4,30 +4,6 @@ import (
 	"net/http"
 )
 
-// ClusterMember is one controller in GET /v1/cluster.
-type ClusterMember struct {
-	ID            uint64 `json:"id"`
-	Address       string `json:"address"`
-	Role          string `json:"role"`
-	Voter         bool   `json:"voter"`
-	MatchIndex    uint64 `json:"match_index"`
-	Reachable     bool   `json:"reachable"`
-	LastContactMS *int64 `json:"last_contact_ms,omitempty"`
-}
-
-// ClusterInfo is the quorum as GET /v1/cluster describes it.
-type ClusterInfo struct {
-	ClusterID    string          `json:"cluster_id"`
-	NodeID       uint64          `json:"node_id"`
-	LeaderID     uint64          `json:"leader_id"`
-	Term         uint64          `json:"term"`
-	CommitIndex  uint64          `json:"commit_index"`
-	AppliedIndex uint64          `json:"applied_index"`
-	Voter        bool            `json:"voter"`
-	Quorum       QuorumHealth    `json:"quorum"`
-	Controllers  []ClusterMember `json:"controllers"`
-}
-
 // handleReadyz answers 200 only when a leader is known and this controller
 // has applied everything it knows to be committed.
 func (s *Server) handleReadyz(http.ResponseWriter, *http.Request) (any, error) {

@@ -102,20 +102,6 @@ func (s *Server) waitLeaderHTTP(ctx context.Context) {
 	}
 }
 
-// ControllerInfo is one controller in the leader's replication view
-// (GET /v1/controllers).
-type ControllerInfo struct {
-	ID            uint64 `json:"id"`
-	Address       string `json:"address"`
-	HTTPAddress   string `json:"http_address,omitempty"`
-	Role          string `json:"role"`
-	Voter         bool   `json:"voter"`
-	MatchIndex    uint64 `json:"match_index"`
-	Lag           uint64 `json:"lag"`
-	Reachable     bool   `json:"reachable"`
-	LastContactMS *int64 `json:"last_contact_ms,omitempty"`
-}
-
 func (s *Server) handleListControllers(http.ResponseWriter, *http.Request, []byte) (any, error) {
 	return map[string]any{
 		"leader_id": s.cfg.NodeID, "term": s.cluster.Term(), "controllers": s.cluster.Controllers(),

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/metadata"
+	"github.com/corral-dev/corral/roles/controller/api/view"
 )
 
 // Coordination API limits.
@@ -96,7 +97,7 @@ type leaseJSON struct {
 }
 
 // leasesOut renders the leases a keep-alive found alive.
-func leasesOut(alive []LeaseTTL) []leaseJSON {
+func leasesOut(alive []view.LeaseTTL) []leaseJSON {
 	out := make([]leaseJSON, 0, len(alive))
 	for _, l := range alive {
 		out = append(out, leaseOut(l.ID, l.TTLMS))
@@ -400,7 +401,7 @@ type instanceJSON struct {
 	ModRevision int64 `json:"mod_revision,omitempty"`
 	// Worker is set for instances of corral-worker: the worker registry's
 	// view, with the load of its last heartbeat (null if unknown).
-	Worker *WorkerInfo `json:"worker,omitempty"`
+	Worker *view.WorkerInfo `json:"worker,omitempty"`
 }
 
 func (s *Server) handleServiceList(w http.ResponseWriter, r *http.Request) (any, error) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/corral-dev/corral/metadata"
 	"github.com/corral-dev/corral/roles/backup"
+	"github.com/corral-dev/corral/roles/controller/api/view"
 	"github.com/corral-dev/corral/transport"
 )
 
@@ -67,20 +68,20 @@ func (c *fakeCluster) MemberAddress(id uint64) (string, string) {
 func (c *fakeCluster) Members() (voters, learners []uint64) { return []uint64{c.self}, nil }
 func (c *fakeCluster) IsVoter() bool                        { return true }
 
-func (c *fakeCluster) Quorum() QuorumHealth {
-	return QuorumHealth{Voters: 1, Reachable: 1, Needed: 1, Healthy: true}
+func (c *fakeCluster) Quorum() view.QuorumHealth {
+	return view.QuorumHealth{Voters: 1, Reachable: 1, Needed: 1, Healthy: true}
 }
 
-func (c *fakeCluster) View() ClusterInfo {
-	return ClusterInfo{ClusterID: c.ClusterID(), NodeID: c.self, LeaderID: c.LeaderID(), Term: c.Term(),
+func (c *fakeCluster) View() view.ClusterInfo {
+	return view.ClusterInfo{ClusterID: c.ClusterID(), NodeID: c.self, LeaderID: c.LeaderID(), Term: c.Term(),
 		CommitIndex: c.CommitIndex(), AppliedIndex: c.AppliedIndex(), Voter: true, Quorum: c.Quorum()}
 }
 
-func (c *fakeCluster) Controllers() []ControllerInfo {
-	return []ControllerInfo{{ID: c.self, Address: "127.0.0.1:1", Role: "leader", Voter: true, Reachable: true}}
+func (c *fakeCluster) Controllers() []view.ControllerInfo {
+	return []view.ControllerInfo{{ID: c.self, Address: "127.0.0.1:1", Role: "leader", Voter: true, Reachable: true}}
 }
 
-func (c *fakeCluster) LeaderChanges(time.Time) []LeaderChange { return nil }
+func (c *fakeCluster) LeaderChanges(time.Time) []view.LeaderChange { return nil }
 
 func (c *fakeCluster) AddController(context.Context, uint64, string) error { return c.err }
 
@@ -135,14 +136,14 @@ func (s *fakeStore) LinearizableRead(context.Context) error {
 
 // fakeWorkers answers with a fixed worker list and log.
 type fakeWorkers struct {
-	list WorkerList
+	list view.WorkerList
 	log  transport.LogData
 }
 
-func (w *fakeWorkers) Workers(time.Time) WorkerList {
+func (w *fakeWorkers) Workers(time.Time) view.WorkerList {
 	// A copy: handlers filter the slice in place.
 	out := w.list
-	out.Workers = append([]WorkerInfo(nil), w.list.Workers...)
+	out.Workers = append([]view.WorkerInfo(nil), w.list.Workers...)
 	return out
 }
 
@@ -165,15 +166,15 @@ type fakeCoord struct {
 	err   error
 }
 
-func (c *fakeCoord) KeepAlive(_ context.Context, ids []int64) ([]LeaseTTL, []int64, error) {
+func (c *fakeCoord) KeepAlive(_ context.Context, ids []int64) ([]view.LeaseTTL, []int64, error) {
 	if c.err != nil {
 		return nil, nil, c.err
 	}
-	var alive []LeaseTTL
+	var alive []view.LeaseTTL
 	var missing []int64
 	for _, id := range ids {
 		if ttl, ok := c.alive[id]; ok {
-			alive = append(alive, LeaseTTL{ID: id, TTLMS: ttl})
+			alive = append(alive, view.LeaseTTL{ID: id, TTLMS: ttl})
 		} else {
 			missing = append(missing, id)
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/corral-dev/corral/metadata"
 	"github.com/corral-dev/corral/metadata/jobspec"
+	"github.com/corral-dev/corral/roles/controller/api/view"
 )
 
 // maxJobSpecBytes bounds a submitted job spec.
@@ -61,9 +62,9 @@ func (s *Server) handleJobList(_ http.ResponseWriter, r *http.Request) (any, err
 	}
 	st := s.store.State()
 	jobs := st.Jobs()
-	out := make([]jobJSON, 0, len(jobs))
+	out := make([]view.Job, 0, len(jobs))
 	for i := range jobs {
-		out = append(out, summarizeJob(&jobs[i], st.Allocations(jobs[i].Name, "")))
+		out = append(out, view.SummarizeJob(&jobs[i], st.Allocations(jobs[i].Name, "")))
 	}
 	return map[string]any{"jobs": out}, nil
 }
@@ -82,9 +83,9 @@ func (s *Server) handleJobGet(_ http.ResponseWriter, r *http.Request) (any, erro
 		return nil, jobNotFound(name)
 	}
 	allocs := s.store.State().Allocations(name, "")
-	views := make([]allocJSON, len(allocs))
+	views := make([]view.Alloc, len(allocs))
 	for i := range allocs {
-		views[i] = allocView(&allocs[i], false)
+		views[i] = view.AllocView(&allocs[i], false)
 	}
 	return map[string]any{"job": s.jobDetail(&j), "allocations": views}, nil
 }
@@ -109,10 +110,10 @@ func (s *Server) handleAllocList(_ http.ResponseWriter, r *http.Request) (any, e
 	q := r.URL.Query()
 	allocs := s.store.State().Allocations(q.Get("job"), q.Get("worker"))
 	state := q.Get("state")
-	out := make([]allocJSON, 0, len(allocs))
+	out := make([]view.Alloc, 0, len(allocs))
 	for i := range allocs {
 		if state == "" || string(allocs[i].State) == state {
-			out = append(out, allocView(&allocs[i], false))
+			out = append(out, view.AllocView(&allocs[i], false))
 		}
 	}
 	return map[string]any{"allocations": out}, nil
@@ -131,7 +132,7 @@ func (s *Server) handleAllocGet(_ http.ResponseWriter, r *http.Request) (any, er
 	if !ok {
 		return nil, allocNotFound(id)
 	}
-	return map[string]any{"allocation": allocView(&a, true)}, nil
+	return map[string]any{"allocation": view.AllocView(&a, true)}, nil
 }
 
 func (s *Server) handleAllocRestart(_ http.ResponseWriter, r *http.Request) (any, error) {
@@ -146,7 +147,7 @@ func (s *Server) handleAllocRestart(_ http.ResponseWriter, r *http.Request) (any
 		return nil, err
 	}
 	a, _ := s.store.State().Allocation(id)
-	return map[string]any{"allocation": allocView(&a, true)}, nil
+	return map[string]any{"allocation": view.AllocView(&a, true)}, nil
 }
 
 func (s *Server) handleWorkerDrain(_ http.ResponseWriter, r *http.Request) (any, error) {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/corral-dev/corral/metadata"
 	"github.com/corral-dev/corral/roles/backup"
+	"github.com/corral-dev/corral/roles/controller/api/view"
 	"github.com/corral-dev/corral/roles/controller/fault"
 )
 
@@ -330,7 +331,7 @@ func TestControllersOnLeader(t *testing.T) {
 func TestWorkers(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, func(f *fixture) {
-		f.workers.list = WorkerList{Source: "leader", NodeID: 1, LeaderID: 1, ControllerEpoch: 4, Workers: []WorkerInfo{
+		f.workers.list = view.WorkerList{Source: "leader", NodeID: 1, LeaderID: 1, ControllerEpoch: 4, Workers: []view.WorkerInfo{
 			{ID: "w1", State: "alive", Addresses: []string{"10.0.0.1:9"}},
 			{ID: "w2", State: "suspect"},
 			{ID: "w3", State: "left"},

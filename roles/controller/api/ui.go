@@ -14,6 +14,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/corral-dev/corral/roles/controller/api/view"
 	"github.com/corral-dev/corral/web"
 )
 
@@ -54,7 +55,7 @@ type uiSummary struct {
 	// list every allocation.
 	Allocations map[string]int `json:"allocations"`
 	// LeaderChanges this controller saw in the last hour.
-	LeaderChanges []LeaderChange `json:"leader_changes"`
+	LeaderChanges []view.LeaderChange `json:"leader_changes"`
 	// Figures are this controller's counters and histogram sums the charts
 	// turn into rates (see uiFigureNames).
 	Figures map[string]float64 `json:"figures"`
