@@ -101,8 +101,12 @@ func (a apiWorkers) FetchLog(ctx context.Context, worker string, req transport.L
 // apiCoord is what leases and locks need beyond proposals.
 type apiCoord struct{ c *Controller }
 
-func (a apiCoord) KeepAlive(ctx context.Context, ids []int64) ([]view.LeaseTTL, []int64, error) {
-	return a.c.keepAlive(ctx, ids)
+func (a apiCoord) KeepAlive(ctx context.Context, ids []int64) ([]coord.LeaseTTL, []int64, error) {
+	alive, missing, err := coord.KeepAlive(ctx, a.c.r, a.c.lessor, ids)
+	if errors.Is(err, coord.ErrNotPrimary) {
+		return nil, nil, errNotLeader
+	}
+	return alive, missing, err
 }
 
 func (a apiCoord) LeaseRemaining(id int64, ttl time.Duration) (time.Duration, bool) {
@@ -110,7 +114,7 @@ func (a apiCoord) LeaseRemaining(id int64, ttl time.Duration) (time.Duration, bo
 }
 
 func (a apiCoord) AwaitLock(ctx context.Context, key string, lease int64, wait time.Duration) (metadata.LockStatus, error) {
-	return a.c.awaitLock(ctx, key, lease, wait)
+	return coord.AwaitLock(ctx, a.c.r, key, lease, wait, a.c.cfg.RequestTimeout)
 }
 
 // apiWatches is the watch hub for the API.

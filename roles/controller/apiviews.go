@@ -1,15 +1,11 @@
 package controller
 
 import (
-	"context"
-	"errors"
 	"sort"
 	"time"
 
 	"github.com/corral-dev/corral/metadata"
 	"github.com/corral-dev/corral/roles/controller/api/view"
-	"github.com/corral-dev/corral/roles/controller/coord"
-	"github.com/corral-dev/corral/roles/controller/fault"
 	"go.etcd.io/raft/v3"
 )
 
@@ -162,72 +158,4 @@ func (c *Controller) WorkerCounts(now time.Time) map[string]int {
 		counts[w.State]++
 	}
 	return counts
-}
-
-// keepAlive refreshes leases on the leader. The deadline counts from before
-// the leadership check (a ReadIndex round), so a deposed leader's answer can
-// never promise more than its successor's reset (now + TTL) grants.
-func (c *Controller) keepAlive(ctx context.Context, ids []int64) (alive []view.LeaseTTL, missing []int64, err error) {
-	start := time.Now()
-	if err := c.r.LinearizableRead(ctx); err != nil {
-		return nil, nil, err
-	}
-	st := c.r.State()
-	for _, id := range ids {
-		l, ok := st.Lease(id)
-		if !ok {
-			missing = append(missing, id)
-			continue
-		}
-		switch err := c.refreshLease(id, time.Duration(l.TTLMS)*time.Millisecond, start); {
-		case errors.Is(err, coord.ErrLeaseExpiring):
-			missing = append(missing, id)
-			continue
-		case err != nil:
-			return nil, nil, err
-		}
-		alive = append(alive, view.LeaseTTL{ID: id, TTLMS: l.TTLMS})
-	}
-	return alive, missing, nil
-}
-
-// awaitLock waits for the grant of key to lease on the local state, then
-// gives up by committing a waiting-only release.
-func (c *Controller) awaitLock(ctx context.Context, key string, lease int64, wait time.Duration) (metadata.LockStatus, error) {
-	tctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	for {
-		_, changed := c.r.Applied()
-		st := c.r.State()
-		if lk, _ := st.LockState(key); lk.Holder != nil && lk.Holder.Lease == lease {
-			return metadata.LockStatus{Held: true, Token: lk.Holder.Token}, nil
-		}
-		if _, ok := st.Lease(lease); !ok {
-			return metadata.LockStatus{}, fault.New(fault.NotFound, "lease_not_found", "lease %d ended while waiting for the lock", lease)
-		}
-		select {
-		case <-changed:
-			continue
-		case <-tctx.Done():
-		case <-c.r.Stopping():
-			return metadata.LockStatus{}, ErrStopped
-		}
-		break
-	}
-	// Give up: the dequeue commits after any grant already in the log, so
-	// its answer is the final word.
-	gctx, gcancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.RequestTimeout)
-	defer gcancel()
-	cmd, err := metadata.NewCoordCommand(metadata.OpLockRelease, key, metadata.LockPayload{Lease: lease, WaitingOnly: true})
-	if err != nil {
-		return metadata.LockStatus{}, err
-	}
-	res, err := c.Propose(gctx, cmd)
-	if err == nil {
-		err = res.Err
-	}
-	if err != nil {
-		return metadata.LockStatus{}, err
-	}
-	return res.Out.(metadata.LockStatus), nil
 }

@@ -47,11 +47,8 @@ func (c *Controller) expireLoop() {
 				break
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), c.cfg.RequestTimeout)
-			res, err := c.Propose(ctx, cmd)
+			_, err = c.Propose(ctx, cmd)
 			cancel()
-			if err == nil {
-				err = res.Err
-			}
 			if err != nil {
 				c.log.Warn("commit lease expiry", "leases", len(ids), "err", err)
 				break
@@ -81,16 +78,6 @@ func (c *Controller) startCoord() {
 			func() float64 { h, _ := c.r.State().LockCounts(); return float64(h) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "corral_locks_waiters", Help: "Owners waiting for a lock or an election in the replicated state."},
 			func() float64 { _, w := c.r.State().LockCounts(); return float64(w) }))
-}
-
-// refreshLease extends lease id on the primary lessor (coord.Lessor.Refresh),
-// answering "not primary" as the API's not_leader error.
-func (c *Controller) refreshLease(id int64, ttl time.Duration, at time.Time) error {
-	err := c.lessor.Refresh(id, ttl, at)
-	if errors.Is(err, coord.ErrNotPrimary) {
-		return errNotLeader
-	}
-	return err
 }
 
 // subscribeWatch subscribes to the watch hub (coord.Hub.Subscribe); a

@@ -16,6 +16,7 @@ import (
 
 	"github.com/corral-dev/corral/metadata"
 	"github.com/corral-dev/corral/roles/controller/api"
+	"github.com/corral-dev/corral/roles/controller/coord"
 )
 
 func readyNode(t *testing.T) (*Controller, string) {
@@ -244,7 +245,7 @@ func TestCoord_LeaseSurvivesLeaderChange(t *testing.T) {
 	require.NoError(t, err)
 	// Keep it alive for a while on the leader.
 	for range 5 {
-		_, missing, err := mc.node(lead).keepAlive(ctx, []int64{id})
+		_, missing, err := keepAlive(ctx, mc.node(lead), []int64{id})
 		require.NoError(t, err)
 		require.Empty(t, missing)
 		time.Sleep(ttl / 3) // keep-alive cadence
@@ -256,7 +257,7 @@ func TestCoord_LeaseSurvivesLeaderChange(t *testing.T) {
 	// A follower's keep-alive refuses (it would be proxied over HTTP).
 	for _, o := range others {
 		if o != newLead {
-			_, _, err := mc.node(o).keepAlive(ctx, []int64{id})
+			_, _, err := keepAlive(ctx, mc.node(o), []int64{id})
 			require.Error(t, err)
 		}
 	}
@@ -326,15 +327,16 @@ func TestCoord_LocksThroughFollowersAndCompactedWatch(t *testing.T) {
 }
 
 // proposeCoord proposes a coordination op through c and returns its result
-// or the error it applied with.
+// or the error it applied with (Propose folds the two).
 func proposeCoord(ctx context.Context, c *Controller, op metadata.Op, key string, p any) (metadata.Result, error) {
 	cmd, err := metadata.NewCoordCommand(op, key, p)
 	if err != nil {
 		return metadata.Result{}, err
 	}
-	res, err := c.Propose(ctx, cmd)
-	if err == nil {
-		err = res.Err
-	}
-	return res, err
+	return c.Propose(ctx, cmd)
+}
+
+// keepAlive refreshes leases through c, as the API's keep-alive does.
+func keepAlive(ctx context.Context, c *Controller, ids []int64) ([]coord.LeaseTTL, []int64, error) {
+	return apiCoord{c}.KeepAlive(ctx, ids)
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/corral-dev/corral/metadata"
 	"github.com/corral-dev/corral/roles/backup"
 	"github.com/corral-dev/corral/roles/controller/api/view"
+	"github.com/corral-dev/corral/roles/controller/coord"
 	"github.com/corral-dev/corral/transport"
 )
 
@@ -47,8 +48,11 @@ type Store interface {
 	// State is the local state machine, to read (serializable unless a
 	// LinearizableRead came first).
 	State() *metadata.State
+	// Propose replicates cmd and returns its result once applied here. The
+	// error is the one thing to check: no leader, an unknown outcome, or
+	// the state machine's refusal of a committed entry (with the result).
 	Propose(ctx context.Context, cmd *metadata.Command) (metadata.Result, error)
-	// ProposePayload proposes op with v as its JSON payload.
+	// ProposePayload proposes op with v as its JSON payload, like Propose.
 	ProposePayload(ctx context.Context, op metadata.Op, v any) (metadata.Result, error)
 	// LinearizableRead returns once the local state holds every write
 	// committed before the call.
@@ -69,7 +73,7 @@ type Workers interface {
 type Coordination interface {
 	// KeepAlive refreshes leases on the leader; missing are the ids that
 	// are gone (or expiring).
-	KeepAlive(ctx context.Context, ids []int64) (alive []view.LeaseTTL, missing []int64, err error)
+	KeepAlive(ctx context.Context, ids []int64) (alive []coord.LeaseTTL, missing []int64, err error)
 	// LeaseRemaining is the time a lease has left, when the leader knows.
 	LeaseRemaining(id int64, ttl time.Duration) (time.Duration, bool)
 	// AwaitLock waits up to wait for key to be granted to lease, then

@@ -13,6 +13,7 @@ import (
 
 	"github.com/corral-dev/corral/metadata"
 	"github.com/corral-dev/corral/roles/controller/api/view"
+	"github.com/corral-dev/corral/roles/controller/coord"
 )
 
 // Coordination API limits.
@@ -97,7 +98,7 @@ type leaseJSON struct {
 }
 
 // leasesOut renders the leases a keep-alive found alive.
-func leasesOut(alive []view.LeaseTTL) []leaseJSON {
+func leasesOut(alive []coord.LeaseTTL) []leaseJSON {
 	out := make([]leaseJSON, 0, len(alive))
 	for _, l := range alive {
 		out = append(out, leaseOut(l.ID, l.TTLMS))

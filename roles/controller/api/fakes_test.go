@@ -9,6 +9,7 @@ import (
 	"github.com/corral-dev/corral/metadata"
 	"github.com/corral-dev/corral/roles/backup"
 	"github.com/corral-dev/corral/roles/controller/api/view"
+	"github.com/corral-dev/corral/roles/controller/coord"
 	"github.com/corral-dev/corral/transport"
 )
 
@@ -112,20 +113,16 @@ func (s *fakeStore) Propose(_ context.Context, cmd *metadata.Command) (metadata.
 	s.index++
 	cmd.ID = s.index
 	_, res := s.state.Apply(s.index, cmd.Marshal())
-	return res, nil
+	return res, res.Err // one combined error, like the replica's
 }
 
-// ProposePayload folds the apply error into err, like the controller's.
+// ProposePayload proposes like Propose, with v as the JSON payload.
 func (s *fakeStore) ProposePayload(ctx context.Context, op metadata.Op, v any) (metadata.Result, error) {
 	cmd, err := metadata.NewWorkerCommand(op, v)
 	if err != nil {
 		return metadata.Result{}, fmt.Errorf("fake store: %w", err)
 	}
-	res, err := s.Propose(ctx, cmd)
-	if err == nil {
-		err = res.Err
-	}
-	return res, err
+	return s.Propose(ctx, cmd)
 }
 
 func (s *fakeStore) LinearizableRead(context.Context) error {
@@ -166,15 +163,15 @@ type fakeCoord struct {
 	err   error
 }
 
-func (c *fakeCoord) KeepAlive(_ context.Context, ids []int64) ([]view.LeaseTTL, []int64, error) {
+func (c *fakeCoord) KeepAlive(_ context.Context, ids []int64) ([]coord.LeaseTTL, []int64, error) {
 	if c.err != nil {
 		return nil, nil, c.err
 	}
-	var alive []view.LeaseTTL
+	var alive []coord.LeaseTTL
 	var missing []int64
 	for _, id := range ids {
 		if ttl, ok := c.alive[id]; ok {
-			alive = append(alive, view.LeaseTTL{ID: id, TTLMS: ttl})
+			alive = append(alive, coord.LeaseTTL{ID: id, TTLMS: ttl})
 		} else {
 			missing = append(missing, id)
 		}

@@ -117,13 +117,10 @@ func (s *Server) handleDelete(_ http.ResponseWriter, r *http.Request) (any, erro
 	return map[string]int64{"revision": res.Revision, "deleted": res.Deleted}, nil
 }
 
-// propose proposes cmd and folds the state machine's refusal, mapped by
-// refusal, into the error.
+// propose proposes cmd; the state machine's refusal comes back as the
+// error (Store.Propose), mapped by refusal.
 func (s *Server) propose(ctx context.Context, cmd *metadata.Command, refusal func(error) error) (metadata.Result, error) {
 	res, err := s.store.Propose(ctx, cmd)
-	if err == nil {
-		err = res.Err
-	}
 	if err != nil {
 		return res, refusal(err)
 	}

@@ -1,8 +1,9 @@
-// Package coord holds the leader-local halves of the coordination API:
-// lease deadlines (Lessor) and the watch hub (Hub). Both live only in
-// memory; what they act on is replicated. Locks, elections and services
-// have no leader-local state: they are in metadata's state machine and
-// the controller's HTTP API today.
+// Package coord holds the controller-side halves of the coordination
+// primitives: lease deadlines and keep-alives (Lessor, KeepAlive), the
+// wait for a lock or an election (AwaitLock) and the watch hub (Hub). The
+// lessor and the hub live only in memory; what they act on is replicated.
+// The rules of locks, elections and services are metadata's state
+// machine; the HTTP API only validates and routes.
 package coord
 
 import (

@@ -96,10 +96,10 @@ func (c *Replica) AnnounceHTTP(addr string) {
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.RequestTimeout)
-		res, err := c.Propose(ctx, &metadata.Command{Op: metadata.OpSetMemberHTTP,
+		_, err := c.Propose(ctx, &metadata.Command{Op: metadata.OpSetMemberHTTP,
 			Key: strconv.FormatUint(c.cfg.NodeID, 10), Value: []byte(addr)})
 		cancel()
-		if err == nil && res.Err == nil {
+		if err == nil {
 			c.log.Info("announced HTTP address", "http_addr", addr)
 			return
 		}

@@ -111,9 +111,21 @@ func (c *Replica) waitLeader(ctx context.Context) error {
 }
 
 // Propose replicates cmd and returns its result once this controller has
-// applied it. ErrNoLeader means nothing was proposed; ErrTimeout means the
-// outcome is unknown.
+// applied it. The error is the one thing to check: ErrNoLeader means
+// nothing was proposed, ErrTimeout that the outcome is unknown, and an
+// entry that committed but was refused by the state machine (a failed
+// compare, an invalid command) returns that refusal, with the result.
 func (c *Replica) Propose(ctx context.Context, cmd *metadata.Command) (metadata.Result, error) {
+	res, err := c.propose(ctx, cmd)
+	if err == nil {
+		err = res.Err
+	}
+	return res, err
+}
+
+// propose is Propose without folding the state machine's refusal into the
+// error: for callers that only care whether the entry committed.
+func (c *Replica) propose(ctx context.Context, cmd *metadata.Command) (metadata.Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
 	defer cancel()
 	if err := c.waitLeader(ctx); err != nil {
@@ -148,18 +160,14 @@ func (c *Replica) Propose(ctx context.Context, cmd *metadata.Command) (metadata.
 	}
 }
 
-// proposePayload proposes a command with a JSON payload and folds the
-// apply error into err.
+// ProposePayload proposes op with payload as its JSON document (see
+// Propose for the error).
 func (c *Replica) ProposePayload(ctx context.Context, op metadata.Op, payload any) (metadata.Result, error) {
 	cmd, err := metadata.NewWorkerCommand(op, payload)
 	if err != nil {
 		return metadata.Result{}, err
 	}
-	res, err := c.Propose(ctx, cmd)
-	if err == nil {
-		err = res.Err
-	}
-	return res, err
+	return c.Propose(ctx, cmd)
 }
 
 // ensureClusterID runs on a new leader: the first leader of a cluster fixes
@@ -183,7 +191,8 @@ func (c *Replica) ensureClusterID() {
 		if id == "" {
 			id = newClusterID()
 		}
-		if _, err := c.Propose(ctx, &metadata.Command{Op: metadata.OpSetClusterID, Value: []byte(id)}); err == nil {
+		// Committed is enough: a refusal means the first writer already won.
+		if _, err := c.propose(ctx, &metadata.Command{Op: metadata.OpSetClusterID, Value: []byte(id)}); err == nil {
 			return
 		}
 	}

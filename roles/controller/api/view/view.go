@@ -28,12 +28,6 @@ type LeaderChange struct {
 	Term uint64 `json:"term"`
 }
 
-// LeaseTTL is a lease a keep-alive found alive, with its TTL.
-type LeaseTTL struct {
-	ID    int64
-	TTLMS int64
-}
-
 // WorkerStates are the values of a worker's state field. "suspect" exists
 // only in the leader's view.
 var WorkerStates = []string{"alive", "suspect", "fenced", "draining", "left"}
