@@ -1,3 +1,9 @@
+// Package worker is the worker agent: it stores nothing and votes for
+// nothing. It registers with the leader over QUIC (the worker protocol in
+// transport), heartbeats, fences itself when no controller has answered
+// for its self-fence time, follows leadership, and applies the
+// assignments it is sent through its executor. It never imports the
+// controller tree; the controllers are only addresses and a protocol to it.
 package worker
 
 import (

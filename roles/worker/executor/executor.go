@@ -1,3 +1,8 @@
+// Package executor runs a worker's allocations as real processes, each
+// under its own `corral supervise` process (a task never outlives its
+// worker's supervision), with restart policies, cgroup v2 limits and
+// rotating log files. It converges to the complete desired set it is
+// given and reports each allocation's state changes.
 package executor
 
 import (
