@@ -33,53 +33,67 @@ func workersUsed(res placeResult) map[string]int {
 	return m
 }
 
-func TestPlace_SpreadPutsOnePerWorker(t *testing.T) {
+// TestPlace covers one placement pass per case: what is placed, on which
+// workers, and what the shortfall says.
+func TestPlace(t *testing.T) {
 	t.Parallel()
-	res := place(jobSpec(3, metadata.PlaceSpread, 100, 64), 3, workersN(3, 1000, 1024))
-	require.Len(t, res.Placements, 3)
-	require.Len(t, workersUsed(res), 3)
-}
-
-func TestPlace_BinpackFillsOneWorkerFirst(t *testing.T) {
-	t.Parallel()
-	res := place(jobSpec(3, metadata.PlaceBinpack, 100, 64), 3, workersN(3, 1000, 1024))
-	require.Len(t, workersUsed(res), 1)
-}
-
-func TestPlace_RespectsCapacityAndExplainsShortfall(t *testing.T) {
-	t.Parallel()
-	res := place(jobSpec(5, metadata.PlaceSpread, 400, 64), 5, workersN(2, 1000, 1024))
-	require.Len(t, res.Placements, 4, "2 fit on each 1000m worker")
-	require.Contains(t, res.Reason, "1 allocation(s) not placed")
-}
-
-func TestPlace_ConstraintsFilterWorkers(t *testing.T) {
-	t.Parallel()
-	ws := workersN(3, 1000, 1024)
-	ws[2].Labels["zone"] = "b"
-	spec := jobSpec(2, metadata.PlaceSpread, 10, 10)
-	spec.Constraints = []metadata.Constraint{{Label: "zone", Operator: "=", Value: "b"}}
-	res := place(spec, 2, ws)
-	require.Equal(t, map[string]int{"w02": 2}, workersUsed(res))
-
-	spec.Constraints[0].Value = "c"
-	res = place(spec, 2, workersN(3, 1000, 1024))
-	require.Empty(t, res.Placements)
-	require.Contains(t, res.Reason, "3 worker(s) do not meet the constraints")
-}
-
-func TestPlace_NoWorkers(t *testing.T) {
-	t.Parallel()
-	res := place(jobSpec(1, metadata.PlaceSpread, 1, 1), 1, nil)
-	require.Contains(t, res.Reason, "no alive worker")
-}
-
-func TestPlace_SingletonPlacesOne(t *testing.T) {
-	t.Parallel()
-	spec := jobSpec(1, metadata.PlaceSpread, 1, 1)
-	spec.Singleton = true
-	res := place(spec, 3, workersN(3, 1000, 1000))
-	require.Len(t, res.Placements, 1)
+	zoneB := func() []*schedWorker {
+		ws := workersN(3, 1000, 1024)
+		ws[2].Labels["zone"] = "b"
+		return ws
+	}
+	inZone := func(zone string) *metadata.JobSpec {
+		spec := jobSpec(2, metadata.PlaceSpread, 10, 10)
+		spec.Constraints = []metadata.Constraint{{Label: "zone", Operator: "=", Value: zone}}
+		return spec
+	}
+	singleton := func() *metadata.JobSpec {
+		spec := jobSpec(1, metadata.PlaceSpread, 1, 1)
+		spec.Singleton = true
+		return spec
+	}
+	cases := []struct {
+		name        string
+		spec        *metadata.JobSpec
+		want        int
+		workers     []*schedWorker
+		placed      int            // -1: not checked
+		perWorker   map[string]int // nil: not checked
+		workersUsed int            // 0: not checked
+		reason      string         // a part of the shortfall's reason; "": not checked
+	}{
+		{name: "spread puts one per worker", spec: jobSpec(3, metadata.PlaceSpread, 100, 64), want: 3,
+			workers: workersN(3, 1000, 1024), placed: 3, workersUsed: 3},
+		{name: "binpack fills one worker first", spec: jobSpec(3, metadata.PlaceBinpack, 100, 64), want: 3,
+			workers: workersN(3, 1000, 1024), placed: -1, workersUsed: 1},
+		// 2 fit on each 1000m worker.
+		{name: "respects capacity and explains the shortfall", spec: jobSpec(5, metadata.PlaceSpread, 400, 64), want: 5,
+			workers: workersN(2, 1000, 1024), placed: 4, reason: "1 allocation(s) not placed"},
+		{name: "constraints filter workers", spec: inZone("b"), want: 2, workers: zoneB(), placed: -1,
+			perWorker: map[string]int{"w02": 2}},
+		{name: "no worker meets the constraints", spec: inZone("c"), want: 2, workers: workersN(3, 1000, 1024), placed: 0,
+			reason: "3 worker(s) do not meet the constraints"},
+		{name: "no workers", spec: jobSpec(1, metadata.PlaceSpread, 1, 1), want: 1, placed: -1, reason: "no alive worker"},
+		{name: "singleton places one", spec: singleton(), want: 3, workers: workersN(3, 1000, 1000), placed: 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			res := place(tc.spec, tc.want, tc.workers)
+			if tc.placed >= 0 {
+				require.Len(t, res.Placements, tc.placed)
+			}
+			if tc.perWorker != nil {
+				require.Equal(t, tc.perWorker, workersUsed(res))
+			}
+			if tc.workersUsed > 0 {
+				require.Len(t, workersUsed(res), tc.workersUsed)
+			}
+			if tc.reason != "" {
+				require.Contains(t, res.Reason, tc.reason)
+			}
+		})
+	}
 }
 
 func BenchmarkPlace_100kOver1000Workers(b *testing.B) {

@@ -33,25 +33,6 @@ func liveWorkers(draining ...string) map[string]*metadata.Worker {
 
 const run, stop = metadata.DesiredRun, metadata.DesiredStop
 
-func TestReconcile_NewJobNeedsCount(t *testing.T) {
-	t.Parallel()
-	d := reconcile(schedJob("service", 3, false, 1), liveWorkers())
-	require.Equal(t, 3, d.need)
-	require.Empty(t, d.stop)
-}
-
-func TestReconcile_LostServiceIsReplaced_BatchSuccessIsNot(t *testing.T) {
-	t.Parallel()
-	d := reconcile(schedJob("service", 2, false, 1,
-		alloc("a", "w0", 1, metadata.AllocRunning, run), alloc("b", "w1", 1, metadata.AllocLost, run)), liveWorkers())
-	require.Equal(t, 1, d.need)
-	ok := 0
-	b := alloc("b", "w1", 1, metadata.AllocExited, run)
-	b.ExitCode = &ok
-	d = reconcile(schedJob("batch", 2, false, 1, alloc("a", "w0", 1, metadata.AllocRunning, run), b), liveWorkers())
-	require.Equal(t, 0, d.need)
-}
-
 func TestReconcile_ServiceRollsOneAtATime(t *testing.T) {
 	t.Parallel()
 	j := schedJob("service", 3, false, 2,
@@ -98,24 +79,47 @@ func TestReconcile_SingletonWaitsForTheOldOneToEnd(t *testing.T) {
 	require.Equal(t, 1, d.need)
 }
 
-func TestReconcile_ScaleDownAndStop(t *testing.T) {
+// TestReconcile_Decisions covers the decisions one evaluation makes from
+// one state; the scenarios above follow a job through several.
+func TestReconcile_Decisions(t *testing.T) {
 	t.Parallel()
-	j := schedJob("service", 1, false, 1,
-		alloc("a", "w0", 1, metadata.AllocRunning, run), alloc("b", "w1", 1, metadata.AllocRunning, run))
-	d := reconcile(j, liveWorkers())
-	require.Equal(t, []string{"b"}, d.stop)
-	j.Job.Stopped = true
-	d = reconcile(j, liveWorkers())
-	require.ElementsMatch(t, []string{"a", "b"}, d.stop)
-	require.Equal(t, 0, d.need)
-}
-
-func TestReconcile_FailedRescheduleIsBounded(t *testing.T) {
-	t.Parallel()
-	var allocs []metadata.Allocation
-	for i := range maxFailedReschedules(1) {
-		allocs = append(allocs, alloc(fmt.Sprint("f", i), "w0", 1, metadata.AllocFailed, run))
+	exitedOK := func(id, worker string) metadata.Allocation {
+		a := alloc(id, worker, 1, metadata.AllocExited, run)
+		ok := 0
+		a.ExitCode = &ok
+		return a
 	}
-	d := reconcile(schedJob("batch", 1, false, 1, allocs...), liveWorkers())
-	require.Equal(t, 0, d.need, "a job that keeps failing is not rescheduled forever")
+	stopped := func(j *metadata.SchedJob) *metadata.SchedJob { j.Job.Stopped = true; return j }
+	var failing []metadata.Allocation
+	for i := range maxFailedReschedules(1) {
+		failing = append(failing, alloc(fmt.Sprint("f", i), "w0", 1, metadata.AllocFailed, run))
+	}
+	cases := []struct {
+		name string
+		job  *metadata.SchedJob
+		need int
+		stop []string // compared as a set
+	}{
+		{name: "a new job needs its count", job: schedJob("service", 3, false, 1), need: 3},
+		{name: "a lost service allocation is replaced", job: schedJob("service", 2, false, 1,
+			alloc("a", "w0", 1, metadata.AllocRunning, run), alloc("b", "w1", 1, metadata.AllocLost, run)), need: 1},
+		{name: "a batch allocation that succeeded is not", job: schedJob("batch", 2, false, 1,
+			alloc("a", "w0", 1, metadata.AllocRunning, run), exitedOK("b", "w1")), need: 0},
+		{name: "scaling down stops the extra allocation", job: schedJob("service", 1, false, 1,
+			alloc("a", "w0", 1, metadata.AllocRunning, run), alloc("b", "w1", 1, metadata.AllocRunning, run)),
+			stop: []string{"b"}},
+		{name: "a stopped job stops everything", job: stopped(schedJob("service", 1, false, 1,
+			alloc("a", "w0", 1, metadata.AllocRunning, run), alloc("b", "w1", 1, metadata.AllocRunning, run))),
+			stop: []string{"a", "b"}},
+		// A job that keeps failing is not rescheduled forever.
+		{name: "failed reschedules are bounded", job: schedJob("batch", 1, false, 1, failing...), need: 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			d := reconcile(tc.job, liveWorkers())
+			require.Equal(t, tc.need, d.need)
+			require.ElementsMatch(t, tc.stop, d.stop)
+		})
+	}
 }
