@@ -23,8 +23,18 @@ import (
 
 // DefaultSessionTimeout is how long a worker may stay silent before the
 // leader fences it. Both ends of the protocol derive their timers from it
-// (the worker fences itself well before it), so it lives with the protocol.
-const DefaultSessionTimeout = 5 * time.Second
+// (the worker fences itself at 0.6 of it), so it lives with the protocol.
+//
+// A leader failover must fit in the worker's self-fence margin (6 s):
+// noticing the silent leader (0.75 of a 1 s heartbeat interval), an
+// election (randomized 1-2 s at 100 ms ticks) and, rarely, a second one
+// after a split vote (another 2 s), learning the winner (a re-ask at most
+// a quarter interval late) and resuming the session there: about 5.3 s in
+// the worst case (docs/ARCHITECTURE.md, "What happens when the leader
+// dies"). 5 s, the old default, left 3 s and fenced workers on ordinary
+// failovers. KRaft's broker session timeout is 9 s, Nomad's minimum
+// heartbeat TTL 10 s.
+const DefaultSessionTimeout = 10 * time.Second
 
 const (
 	workerMagic   = "CRWK"

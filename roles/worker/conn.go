@@ -285,6 +285,37 @@ func (w *Worker) closeProbe() {
 		_ = w.probe.s.Close()
 		w.probe = nil
 	}
+	w.probeReask, w.probeTries = time.Time{}, 0
+}
+
+// reaskLater keeps the probe open and asks on it again soon: the
+// controller it reached does not know a new leader yet (the election is
+// still running) or is the new leader still loading its session table.
+// Asking again on the same connection costs the controller one small
+// message and no handshake; the wait starts at retryShort (125 ms at the
+// default interval) and doubles up to a quarter of an interval, so the
+// worker learns of the new leader within that of its election
+// (docs/ARCHITECTURE.md, "What happens when the leader dies").
+func (w *Worker) reaskLater(now time.Time) {
+	d := min(w.retryShort()<<min(w.probeTries, 3), max(w.cfg.HeartbeatInterval/4, w.retryShort()))
+	w.probeTries++
+	w.probeReask = now.Add(d)
+	w.kick(d)
+}
+
+// maybeReask asks again on the probe once its wait is over, while the
+// session's own connection is still silent; a leader that spoke up again
+// makes the probe pointless.
+func (w *Worker) maybeReask(now time.Time) {
+	if w.probe == nil || w.probeReask.IsZero() || now.Before(w.probeReask) {
+		return
+	}
+	w.probeReask = time.Time{}
+	if w.conn == nil || !w.leaderSilent(now) {
+		w.closeProbe()
+		return
+	}
+	w.sendHeartbeat(w.probe, now, false)
 }
 
 // promoteProbe makes the probe the session's connection: it reached the
@@ -304,21 +335,31 @@ func (w *Worker) onProbeMessage(m transport.ControllerMessage, now time.Time) {
 		w.promoteProbe()
 		w.onAck(m)
 	case *transport.Refused:
-		if m.Code == transport.RefuseStaleEpoch {
+		switch m.Code {
+		case transport.RefuseStaleEpoch:
 			w.promoteProbe() // a leader says the epoch is dead: believe it
 			w.onRefused(m)
-			return
+		case transport.RefuseNotReady:
+			w.reaskLater(now) // the new leader, still loading its sessions
+		default:
+			w.closeProbe()
 		}
-		w.closeProbe()
 	case *transport.Redirect:
-		w.closeProbe()
 		switch {
-		case m.LeaderAddr == "":
-		case m.LeaderAddr == w.conn.addr:
-			// The leader is slow, not gone: keep waiting for it, and do not
-			// ask again for a while.
+		case m.LeaderAddr == "" || m.LeaderAddr == w.conn.addr:
+			if w.leaderSilent(now) {
+				// No new leader known yet: the election is still running,
+				// or this controller has not noticed the old leader is
+				// gone. Ask again soon rather than wait an interval.
+				w.reaskLater(now)
+				return
+			}
+			// The leader spoke up meanwhile: it is slow, not gone. Keep
+			// it, and do not ask again for a while.
+			w.closeProbe()
 			w.probeAfter = now.Add(2 * w.cfg.HeartbeatInterval)
 		default:
+			w.closeProbe()
 			w.startProbe([]string{m.LeaderAddr}, now)
 		}
 	default:

@@ -67,12 +67,15 @@ type Worker struct {
 	dialc    chan dialResult
 	kickT    *time.Timer
 	fenceT   *time.Timer
+	silentT  *time.Timer // looks for a silent leader between ticks (session.go)
 	closeErr error
 
 	// Owned by run.
 	conn        *wconn // the session's connection (to the leader, once registered)
 	probe       *wconn // a second connection asking who leads while the leader is late
 	probeAfter  time.Time
+	probeReask  time.Time // when to ask again on the probe (zero: not waiting)
+	probeTries  int       // answers on this probe that named no new leader yet
 	connSeq     uint64
 	dialing     bool
 	preferred   string // the leader's address, tried first
@@ -188,6 +191,8 @@ func Start(cfg Config) (*Worker, error) {
 	w.kickT = time.NewTimer(0)
 	w.fenceT = time.NewTimer(time.Hour)
 	w.fenceT.Stop()
+	w.silentT = time.NewTimer(time.Hour)
+	w.silentT.Stop()
 	w.log.Info("worker started", "incarnation", w.incarnation, "controllers", cfg.Controllers,
 		"heartbeat_interval", cfg.HeartbeatInterval, "http_addr", w.HTTPAddr(), "cpu_millicores", cfg.CPUMillis,
 		"memory_mb", cfg.MemoryMB, "labels", cfg.Labels)
@@ -263,6 +268,8 @@ func (w *Worker) run() {
 			w.onKick(time.Now())
 		case now := <-w.fenceT.C:
 			w.onFenceTimer(now)
+		case now := <-w.silentT.C:
+			w.onSilenceCheck(now)
 		case r := <-w.dialc:
 			w.onDial(r)
 		case in := <-w.inbox:
@@ -274,6 +281,7 @@ func (w *Worker) run() {
 func (w *Worker) finish() {
 	w.dropConn()
 	w.fenceT.Stop()
+	w.silentT.Stop()
 	w.kickT.Stop()
 	w.setAlive(false)
 	w.lifeFn()

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/metadata"
+	"github.com/corral-dev/corral/transport"
 	"github.com/stretchr/testify/require"
 )
 
@@ -53,6 +54,48 @@ func TestWorker_ProbesOnlyASilentLeader(t *testing.T) {
 	w.conn.lastRecv = now.Add(-6 * iv / 5)
 	require.True(t, w.leaderSilent(now), "nothing for more than an interval: probe")
 
+	// Silence counts from three quarters of an interval: a dead leader
+	// is noticed before the next tick, a GC pause (under half an
+	// interval) is not mistaken for death.
+	clear(w.pending)
+	w.pending[8] = now.Add(-iv / 2)
+	w.conn.lastRecv = now.Add(-iv / 2)
+	require.False(t, w.leaderSilent(now), "half an interval is a pause")
+	w.pending[8] = now.Add(-4 * iv / 5)
+	w.conn.lastRecv = now.Add(-4 * iv / 5)
+	require.True(t, w.leaderSilent(now), "0.8 of an interval without an answer is silence")
+
 	clear(w.pending)
 	require.False(t, w.leaderSilent(now), "nothing unanswered: nothing to probe about")
 }
+
+// A controller that knows no new leader yet (the election is running), or
+// that still names the silent leader, is asked again on the same probe
+// connection within a quarter interval, not after two intervals: the
+// worker learns the winner inside its self-fence margin.
+func TestWorker_ProbeAsksAgainWhileNoNewLeaderIsKnown(t *testing.T) {
+	now := time.Now()
+	iv := time.Second
+	w := &Worker{cfg: Config{HeartbeatInterval: iv}, conn: &wconn{addr: "old", lastRecv: now.Add(-iv)},
+		probe: &wconn{addr: "other", s: nopStream{}}, pending: map[uint64]time.Time{1: now.Add(-iv)},
+		kickT: time.NewTimer(time.Hour)}
+	defer w.kickT.Stop()
+	for i, m := range []*transport.Redirect{{}, {LeaderAddr: "old"}, {}, {}, {}} {
+		w.onProbeMessage(m, now)
+		require.NotNil(t, w.probe, "answer %d: the probe stays open", i)
+		require.False(t, w.probeReask.IsZero(), "answer %d: asks again", i)
+		wait := w.probeReask.Sub(now)
+		require.LessOrEqual(t, wait, iv/4, "answer %d: asks again within a quarter interval", i)
+		require.Positive(t, wait)
+	}
+	// The leader spoke up meanwhile: slow, not gone; stop asking.
+	w.conn.lastRecv = now
+	w.onProbeMessage(&transport.Redirect{LeaderAddr: "old"}, now)
+	require.Nil(t, w.probe)
+	require.True(t, w.probeAfter.After(now), "and leave the slow leader alone for a while")
+}
+
+// nopStream is a probe connection that is never written to here.
+type nopStream struct{ transport.Stream }
+
+func (nopStream) Close() error { return nil }
