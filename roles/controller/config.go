@@ -134,6 +134,9 @@ func (c *Config) Validate() error {
 	case c.ElectionTicks <= c.HeartbeatTicks:
 		return errors.New("election ticks must be greater than heartbeat ticks")
 	}
+	if err := c.checkFailoverFits(); err != nil {
+		return err
+	}
 	if _, ok := c.Peers[c.NodeID]; !ok && len(c.Join) == 0 {
 		return fmt.Errorf("--controllers does not list this node's id %d", c.NodeID)
 	}
@@ -182,4 +185,24 @@ func ParsePeers(s string) (map[uint64]string, error) {
 // sortedIDs returns the ids of a member set in order.
 func sortedIDs[V any](m map[uint64]V) []uint64 {
 	return slices.Sorted(maps.Keys(m))
+}
+
+// checkFailoverFits refuses a session timeout T that a leader failover
+// would not fit in: a worker fences itself after 0.6 T without an answer,
+// and before then it must notice the silent leader (0.75 of a heartbeat
+// interval, at most T/10), wait out an election (up to twice the election
+// timeout E, raft's randomization), learn the winner (a quarter interval)
+// and resume (a round trip; 100 ms allowed). That is 0.6 T >= 2E + T/10 +
+// 100 ms, or T >= 4E + 200 ms. The defaults (E = 1 s, T = 10 s) also leave
+// room for a second election after a split vote (docs/ARCHITECTURE.md,
+// "What a failover costs a worker").
+func (c *Config) checkFailoverFits() error {
+	election := time.Duration(c.ElectionTicks) * c.TickInterval
+	if minimum := 4*election + 200*time.Millisecond; c.SessionTimeout < minimum {
+		return fmt.Errorf("--session-timeout %v is too short for an election timeout of %v (%d ticks of --tick-interval %v): "+
+			"workers would fence themselves while a new leader is elected. Use --session-timeout %v or more "+
+			"(%v, ten election timeouts, also leaves room for a split vote), or a shorter --tick-interval",
+			c.SessionTimeout, election, c.ElectionTicks, c.TickInterval, minimum, 10*election)
+	}
+	return nil
 }

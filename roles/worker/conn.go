@@ -326,6 +326,7 @@ func (w *Worker) promoteProbe() {
 	_ = old.s.Close()
 	w.avoid = old.addr
 	w.conn, w.probe = w.probe, nil
+	w.probeReask, w.probeTries = time.Time{}, 0
 }
 
 // onProbeMessage handles what a probe brings back.
