@@ -95,7 +95,7 @@ func (a apiWorkers) Workers(now time.Time) view.WorkerList     { return a.c.work
 func (a apiWorkers) WorkerCounts(now time.Time) map[string]int { return a.c.WorkerCounts(now) }
 
 func (a apiWorkers) FetchLog(ctx context.Context, worker string, req transport.LogRequest) (*transport.LogData, error) {
-	return a.c.fetchLog(ctx, worker, req)
+	return a.c.workers.FetchLog(ctx, worker, req)
 }
 
 // apiCoord is what leases and locks need beyond proposals.

@@ -2,16 +2,13 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/corral-dev/corral/metadata"
 	"github.com/corral-dev/corral/roles/controller/api/view"
-	"github.com/corral-dev/corral/roles/controller/fault"
 	"github.com/corral-dev/corral/roles/controller/sessions"
-	"github.com/corral-dev/corral/transport"
 )
 
 // The controller's side of the worker sessions (package sessions): what
@@ -61,21 +58,6 @@ func (c *Controller) startWorkerSessions() error {
 	})
 	c.reg.MustRegister(&workerStateCollector{c: c})
 	return nil
-}
-
-// fetchLog reads a piece of an allocation's log from its worker over the
-// worker's session, with the sessions' failures turned into API errors.
-func (c *Controller) fetchLog(ctx context.Context, worker string, req transport.LogRequest) (*transport.LogData, error) {
-	d, err := c.workers.FetchLog(ctx, worker, req)
-	switch {
-	case errors.Is(err, sessions.ErrNotLeader):
-		return nil, errNotLeader
-	case errors.Is(err, sessions.ErrUnreachable):
-		return nil, &fault.Error{Kind: fault.Unavailable, Code: "worker_unreachable", Message: err.Error()}
-	case errors.Is(err, sessions.ErrLogTimeout):
-		return nil, &fault.Error{Kind: fault.NoAnswer, Code: "timeout", Message: err.Error()}
-	}
-	return d, err
 }
 
 // workerStateCollector reports corral_workers{state} at scrape time, from

@@ -433,9 +433,6 @@ var (
 	errLeaderChanged = fmt.Errorf("leader changed while the request was in flight: %w", ErrTimeout)
 	// ErrStopped means the controller is shutting down.
 	ErrStopped = fault.ErrStopped
-	// errNotLeader: this controller is not the leader and does not know
-	// where the leader's API is.
-	errNotLeader = fault.ErrNotLeader
 )
 
 // ListenWorkers listens for worker streams on the cluster port (QUIC,

@@ -3,12 +3,12 @@ package sessions
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	"github.com/corral-dev/corral/metadata"
+	"github.com/corral-dev/corral/roles/controller/fault"
 	"github.com/corral-dev/corral/transport"
 )
 
@@ -310,41 +310,21 @@ func (m *Manager) commitReports() bool {
 	return more
 }
 
-// Errors of FetchLog, for errors.Is; the controller turns them into API
-// answers.
-var (
-	// ErrNotLeader: this controller is not the leader, so it holds no
-	// worker sessions.
-	ErrNotLeader = errors.New("this controller is not the leader")
-	// ErrUnreachable: the worker has no live session with this leader.
-	ErrUnreachable = errors.New("worker unreachable")
-	// ErrLogTimeout: the worker did not answer the log request in time.
-	ErrLogTimeout = errors.New("log request timed out")
-)
-
-// logError is a FetchLog failure: a message for the user that matches
-// one of the errors above.
-type logError struct {
-	kind error
-	msg  string
-}
-
-func (e *logError) Error() string { return e.msg }
-func (e *logError) Unwrap() error { return e.kind }
-
 // FetchLog asks a worker for a piece of an allocation's log over its
-// session and waits for the answer (at most 10 s).
+// session and waits for the answer (at most 10 s). Its failures are
+// typed (package fault): not the leader, the worker unreachable, or no
+// answer in time.
 func (m *Manager) FetchLog(ctx context.Context, worker string, req transport.LogRequest) (*transport.LogData, error) {
 	m.mu.Lock()
 	s := m.sessions[worker]
 	if !m.leading {
 		m.mu.Unlock()
-		return nil, ErrNotLeader
+		return nil, fault.ErrNotLeader
 	}
 	if s == nil || s.out == nil {
 		m.mu.Unlock()
-		return nil, &logError{kind: ErrUnreachable,
-			msg: fmt.Sprintf("worker %s has no live session with this leader; its logs cannot be read now", worker)}
+		return nil, fault.New(fault.Unavailable, "worker_unreachable",
+			"worker %s has no live session with this leader; its logs cannot be read now", worker)
 	}
 	out := s.out
 	req.ControllerEpoch = m.ctrlEpoch
@@ -370,7 +350,7 @@ func (m *Manager) FetchLog(ctx context.Context, worker string, req transport.Log
 	case d := <-ch:
 		return d, nil
 	case <-ctx.Done():
-		return nil, &logError{kind: ErrLogTimeout, msg: fmt.Sprintf("worker %s did not answer the log request", worker)}
+		return nil, fault.New(fault.NoAnswer, "timeout", "worker %s did not answer the log request", worker)
 	}
 }
 
