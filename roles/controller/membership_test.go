@@ -67,7 +67,9 @@ func TestMembership_LearnerJoinsAndIsPromotedOnlyWhenCaughtUp(t *testing.T) {
 		_, ok := mc.node(4).State().Get("m49")
 		return ok
 	}, 10*time.Second, 10*time.Millisecond)
-	require.True(t, mc.node(4).isVoter())
+	// Node 4 applies its own promotion after the leader does, and after m49,
+	// which was written before it joined: wait for it rather than assume it.
+	require.Eventually(t, func() bool { return mc.node(4).isVoter() }, 10*time.Second, 10*time.Millisecond)
 	require.Equal(t, 5, mc.node(4).r.Quorum().Voters+1, "4 voters and the quorum counts them")
 }
 
