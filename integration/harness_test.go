@@ -92,6 +92,7 @@ type node struct {
 	extra       []string
 	join        []string // API URLs to join through, instead of --controllers
 	controllers string   // overrides the cluster's --controllers for this node
+	wrap        []string // command prefix, e.g. ip netns exec NS
 	cmd         *exec.Cmd
 	exited      chan struct{}
 }
@@ -179,7 +180,8 @@ func (c *cluster) start(id uint64) {
 	n := c.nodes[id]
 	logf, err := os.OpenFile(n.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	require.NoError(c.t, err)
-	cmd := exec.Command(corralBin, c.args(n)...)
+	argv := append(append(append([]string{}, n.wrap...), corralBin), c.args(n)...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	require.NoError(c.t, cmd.Start())
 	n.cmd = cmd
