@@ -35,6 +35,10 @@ stop)
 		[ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null || true
 		rm -f "$f"
 	done
+	# Controllers restarted by someone else (corral bench workers
+	# --kill-leader-every restarts the leaders it kills) have other pids:
+	# find them by their data dir.
+	pkill -f -- "--data-dir=$dir/data-" 2>/dev/null || true
 	;;
 *)
 	echo "usage: $0 start|stop [DIR]" >&2

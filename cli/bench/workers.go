@@ -36,8 +36,13 @@ func (e Env) workersCommand() *cli.Command {
 			"GET /v1/cluster). Example, against scripts/cluster.sh start:\n" +
 			"   corral bench workers --endpoints http://127.0.0.1:8081,http://127.0.0.1:8082,http://127.0.0.1:8083 \\\n" +
 			"     --controllers 127.0.0.1:7081,127.0.0.1:7082,127.0.0.1:7083 --tls-dir /tmp/corral-cluster/tls \\\n" +
-			"     --workers 1000 --duration 30s",
-		Flags: append(e.ClientFlags(),
+			"     --workers 1000 --duration 30s\n" +
+			"With --kill-leader-every the leader is killed (SIGKILL) that often while measuring, --kills times, and\n" +
+			"restarted with the same command line, working directory and environment (so it must run on this\n" +
+			"machine); the report says, per kill, how long each worker took to get a heartbeat acknowledged by the\n" +
+			"new leader and whether any was fenced or registered again, and the command fails if one was:\n" +
+			"   corral bench workers <the flags above> --workers 1000 --duration 40s --kill-leader-every 10s --kills 3",
+		Flags: append(append(e.ClientFlags(),
 			&cli.StringFlag{Name: "controllers", EnvVars: e.EnvVars("controllers"),
 				Usage: "the controllers' cluster (QUIC) addresses, HOST:PORT,..."},
 			&cli.StringFlag{Name: "tls-dir", EnvVars: e.EnvVars("tls-dir"),
@@ -58,7 +63,7 @@ func (e Env) workersCommand() *cli.Command {
 			&cli.StringFlag{Name: "log-format", Value: "text", EnvVars: e.EnvVars("log-format"), Usage: "text or json"},
 			&cli.StringFlag{Name: "pprof-addr", EnvVars: e.EnvVars("pprof-addr"),
 				Usage: "serve this process's Go profiles on HOST:PORT under /debug/pprof/ (to see what the simulated side costs)"},
-		),
+		), e.failoverFlags()...),
 		Action: e.workersAction,
 	}
 }
@@ -72,6 +77,7 @@ type benchWorkersConfig struct {
 	ramp        time.Duration
 	perSocket   int
 	prefix      string
+	failover    failoverConfig // --kill-leader-every, --kills (workers_failover.go)
 }
 
 func (e Env) parseWorkers(c *cli.Context) (benchWorkersConfig, error) {
@@ -102,14 +108,16 @@ func (e Env) parseWorkers(c *cli.Context) (benchWorkersConfig, error) {
 	if cfg.ramp == 0 {
 		cfg.ramp = max(time.Duration(cfg.workers)*10*time.Millisecond, time.Second)
 	}
-	return cfg, nil
+	cfg.failover, err = parseFailover(c.Duration("kill-leader-every"), c.Int("kills"), c.IsSet("kills"), cfg.duration)
+	return cfg, err
 }
 
 // simWorker records one simulated worker's round trips while measuring.
 type simWorker struct {
-	w   *roles.Worker
-	mu  sync.Mutex
-	rtt []time.Duration
+	w       *roles.Worker
+	mu      sync.Mutex
+	rtt     []time.Duration
+	session simSession // what its session went through (workers_failover.go)
 }
 
 // benchRun is the shared state of one bench workers run.
@@ -143,6 +151,13 @@ func (e Env) workersAction(c *cli.Context) error {
 	}
 	fmt.Fprintf(out, "bench workers: %d workers, heartbeat every %s, ramp %s, measure %s; leader %d (pid %d, %s)\n",
 		cfg.workers, cfg.interval, cfg.ramp, cfg.duration, lead.id, lead.pid, lead.locality())
+	if cfg.failover.on() {
+		if err := checkKillable(lead); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "failover: killing the leader %d times, every %s, while measuring\n", cfg.failover.kills,
+			cfg.failover.every)
+	}
 	before := lead.sample()
 
 	bundle, err := transport.LoadTLSDir(cfg.tlsDir)
@@ -212,8 +227,13 @@ func (e Env) workersAction(c *cli.Context) error {
 	start := lead.sample()
 	run.measuring.Store(true)
 	t0 := time.Now()
+	var killer *leaderKiller
+	if cfg.failover.on() {
+		killer = e.newLeaderKiller(c, cfg.failover)
+		killer.killAll(ctx, t0)
+	}
 	select {
-	case <-time.After(cfg.duration):
+	case <-time.After(time.Until(t0.Add(cfg.duration))):
 	case <-ctx.Done():
 	}
 	run.measuring.Store(false)
@@ -231,8 +251,13 @@ func (e Env) workersAction(c *cli.Context) error {
 	r := benchWorkersResult{workers: cfg.workers, elapsed: elapsed, acked: len(all), rtt: all,
 		falseFencings: run.fenced.Load() - fencedBefore, fencedDuringRamp: fencedBefore,
 		leaderFencings: end.fencings - start.fencings, before: before, start: start, end: end, self: self,
-		leaderHeartbeats: end.heartbeats - start.heartbeats, leaderChanged: end.leaderID != lead.id, selfStart: selfStart}
-	return r.print(out)
+		leaderHeartbeats: end.heartbeats - start.heartbeats, leaderChanged: end.leaderID != lead.id, selfStart: selfStart,
+		leaderKilled: killer != nil}
+	err = r.print(out)
+	if killer != nil {
+		err = errors.Join(err, killer.finish(ctx, sims, t0, t0.Add(elapsed)))
+	}
+	return err
 }
 
 func without(list []string, x string) []string {
@@ -256,19 +281,24 @@ func startSimWorkerWith(run *benchRun, cfg benchWorkersConfig, id, dataDir strin
 	d transport.StreamDialer, logger *slog.Logger, simulate bool) (*simWorker, error) {
 	sim := &simWorker{}
 	var wasAlive atomic.Bool
+	// Its own small registry: the default one would add Go runtime collectors per simulated worker.
+	reg := prometheus.NewRegistry()
 	w, err := roles.StartWorker(roles.WorkerConfig{
 		ID: id, DataDir: dataDir, Controllers: ctrls, HeartbeatInterval: cfg.interval, Dialer: d, Logger: logger,
 		CPUMillis: 4000, MemoryMB: 8192, Labels: map[string]string{"bench": "true"}, Simulate: simulate,
-		// Its own small registry: the default one would add Go runtime
-		// collectors per simulated worker.
-		Registry: prometheus.NewRegistry(),
+		Registry: reg,
 		Load:     func() transport.WorkerLoad { return transport.WorkerLoad{CPUMillis: 500, MemoryMB: 1024} },
-		OnAlive: func(uint64) {
+		OnAlive: func(epoch uint64) {
 			if !wasAlive.Swap(true) {
 				run.alive.Add(1)
 			}
+			sim.session.onAlive(epoch)
 		},
-		OnFenced: func(uint64) { run.fenced.Add(1) },
+		OnFenced: func(uint64) {
+			run.fenced.Add(1)
+			sim.session.onFenced(reg)
+		},
+		OnLeaderAck: sim.session.onLeaderAck,
 		OnHeartbeatAck: func(rtt time.Duration) {
 			if run.measuring.Load() {
 				sim.mu.Lock()
@@ -502,6 +532,7 @@ type benchWorkersResult struct {
 	leaderFencings   float64
 	leaderHeartbeats float64
 	leaderChanged    bool
+	leaderKilled     bool // --kill-leader-every: the leader's own figures mean nothing
 	before           leaderSample
 	start            leaderSample
 	end              leaderSample
@@ -512,17 +543,29 @@ type benchWorkersResult struct {
 func (r benchWorkersResult) print(w io.Writer) error {
 	secs := r.elapsed.Seconds()
 	per1k := float64(r.workers) / 1000
-	fmt.Fprintf(w, "heartbeats/s handled by the leader: %.0f (acknowledged to workers: %.0f/s)\n",
-		r.leaderHeartbeats/secs, float64(r.acked)/secs)
+	if r.leaderKilled {
+		fmt.Fprintf(w, "heartbeats/s acknowledged to workers: %.0f (the leaders' own counts are not comparable across kills)\n",
+			float64(r.acked)/secs)
+	} else {
+		fmt.Fprintf(w, "heartbeats/s handled by the leader: %.0f (acknowledged to workers: %.0f/s)\n",
+			r.leaderHeartbeats/secs, float64(r.acked)/secs)
+	}
 	var maxRTT time.Duration
 	if len(r.rtt) > 0 {
 		maxRTT = r.rtt[len(r.rtt)-1]
 	}
 	fmt.Fprintf(w, "heartbeat round trip: p50 %s, p99 %s, max %s (%d samples)\n", formatLatency(percentile(r.rtt, 50)),
 		formatLatency(percentile(r.rtt, 99)), formatLatency(maxRTT), len(r.rtt))
-	fmt.Fprintf(w, "false fencings: %d while measuring (workers that stopped being alive), %d during the ramp; leader fenced %.0f\n",
-		r.falseFencings, r.fencedDuringRamp, r.leaderFencings)
-	if r.start.proc.ok && r.end.proc.ok {
+	if r.leaderKilled {
+		fmt.Fprintf(w, "false fencings: %d while measuring (workers that stopped being alive), %d during the ramp\n",
+			r.falseFencings, r.fencedDuringRamp)
+	} else {
+		fmt.Fprintf(w, "false fencings: %d while measuring (workers that stopped being alive), %d during the ramp; leader fenced %.0f\n",
+			r.falseFencings, r.fencedDuringRamp, r.leaderFencings)
+	}
+	if r.leaderKilled {
+		fmt.Fprintln(w, "leader CPU and RSS: not measured (the leader was killed during the run)")
+	} else if r.start.proc.ok && r.end.proc.ok {
 		cpu := (r.end.proc.cpu - r.start.proc.cpu).Seconds() / secs
 		fmt.Fprintf(w, "leader CPU: %.1f%% of one core (%.2f%% per 1,000 workers)\n", 100*cpu, 100*cpu/per1k)
 		rss := float64(r.end.proc.rssBytes) / (1 << 20)
@@ -536,7 +579,7 @@ func (r benchWorkersResult) print(w io.Writer) error {
 		fmt.Fprintf(w, "this process (all simulated workers): CPU %.1f%% of one core, RSS %.0f MiB\n",
 			100*(r.self.cpu-r.selfStart.cpu).Seconds()/secs, float64(r.self.rssBytes)/(1<<20))
 	}
-	if r.leaderChanged {
+	if r.leaderChanged && !r.leaderKilled {
 		fmt.Fprintln(w, "WARNING: the leader changed during the run; the leader figures are not meaningful")
 	}
 	if r.falseFencings > 0 {

@@ -95,6 +95,17 @@ type Config struct {
 	// OnHeartbeatAck is called with the round trip of every acknowledged
 	// heartbeat (benchmarks); it runs on the worker's loop.
 	OnHeartbeatAck func(rtt time.Duration)
+	// OnLeaderAck is called at the first heartbeat acknowledged by another
+	// leader than the previous acknowledgement (or the registration) came
+	// from: another address, or the same address at a higher controller
+	// epoch (a restarted controller that won the election). It marks the
+	// moment the session resumed on a new leader after a failover, with
+	// that leader's address and controller epoch (raft term) and the time
+	// the acknowledgement was handled. It is not called at registration
+	// (see OnAlive), so a worker that had to register again after a
+	// failover does not count as resumed. It runs on the worker's loop,
+	// at most once per leader change, and must return quickly.
+	OnLeaderAck func(addr string, controllerEpoch uint64, at time.Time)
 }
 
 func (c *Config) defaults() {

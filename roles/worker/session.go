@@ -192,6 +192,7 @@ func (w *Worker) becomeAlive(m *transport.Registered) {
 	clear(w.pending)
 	w.armFence()
 	w.preferred = w.conn.addr
+	w.ackedBy, w.ackedByCtrl = w.conn.addr, m.ControllerEpoch
 	w.pubLeader.Store(&w.conn.addr)
 	w.pubEpoch.Store(m.Epoch)
 	w.met.epoch.Set(float64(m.Epoch))
@@ -241,6 +242,12 @@ func (w *Worker) onAck(m *transport.HeartbeatAck) {
 	if l := w.pubLeader.Load(); l == nil || *l != w.conn.addr {
 		w.pubLeader.Store(&w.conn.addr)
 		w.log.Info("heartbeating to a new leader", "controller", w.conn.addr, "controller_epoch", m.ControllerEpoch)
+	}
+	if w.ackedBy != w.conn.addr || w.ackedByCtrl != m.ControllerEpoch {
+		w.ackedBy, w.ackedByCtrl = w.conn.addr, m.ControllerEpoch
+		if w.cfg.OnLeaderAck != nil {
+			w.cfg.OnLeaderAck(w.conn.addr, m.ControllerEpoch, time.Now())
+		}
 	}
 }
 

@@ -84,6 +84,8 @@ type Worker struct {
 	epoch       uint64
 	timeout     time.Duration // the leader's session timeout
 	lastAcked   time.Time     // send time of the last acknowledged heartbeat
+	ackedBy     string        // the leader that last acknowledged (or registered) the session
+	ackedByCtrl uint64        // and its controller epoch (OnLeaderAck)
 	pending     map[uint64]time.Time
 	regSeq      uint64
 	regSentAt   time.Time

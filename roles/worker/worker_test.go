@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"log/slog"
 	"testing"
 	"time"
 
@@ -99,3 +100,39 @@ func TestWorker_ProbeAsksAgainWhileNoNewLeaderIsKnown(t *testing.T) {
 type nopStream struct{ transport.Stream }
 
 func (nopStream) Close() error { return nil }
+
+// OnLeaderAck marks the moment a session resumed on a new leader: the
+// first acknowledgement from another address, or from the same address at
+// a higher controller epoch (a restarted controller that won again), and
+// only that one; the registration itself is not a resume.
+func TestWorker_OnLeaderAckFiresOncePerNewLeader(t *testing.T) {
+	type call struct {
+		addr  string
+		epoch uint64
+	}
+	var calls []call
+	w := &Worker{cfg: Config{HeartbeatInterval: time.Second, OnLeaderAck: func(addr string, e uint64, at time.Time) {
+		require.False(t, at.IsZero())
+		calls = append(calls, call{addr, e})
+	}}, log: slog.New(slog.DiscardHandler), met: newWorkerAgentMetrics(nil), pending: map[uint64]time.Time{},
+		conn: &wconn{addr: "a"}, fenceT: time.NewTimer(time.Hour), silentT: time.NewTimer(time.Hour),
+		timeout: transport.DefaultSessionTimeout}
+	defer w.fenceT.Stop()
+	defer w.silentT.Stop()
+	w.regSeq, w.regSentAt = 1, time.Now()
+	w.becomeAlive(&transport.Registered{Seq: 1, Epoch: 3, ControllerEpoch: 5})
+	ack := func(addr string, ctrl uint64) {
+		w.conn.addr = addr
+		w.seq++
+		w.pending[w.seq] = time.Now()
+		w.onAck(&transport.HeartbeatAck{Seq: w.seq, Epoch: 3, ControllerEpoch: ctrl})
+	}
+	ack("a", 5)
+	ack("a", 5)
+	require.Empty(t, calls, "the registering leader's acks are no resume")
+	ack("b", 6)
+	ack("b", 6)
+	require.Equal(t, []call{{"b", 6}}, calls, "once at the new leader")
+	ack("a", 7)
+	require.Equal(t, []call{{"b", 6}, {"a", 7}}, calls, "the same address at a higher controller epoch is a new leader")
+}

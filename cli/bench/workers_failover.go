@@ -1,0 +1,755 @@
+package bench
+
+// `corral bench workers --kill-leader-every`: kill the leader controller on a schedule while the simulated workers
+// are measured, restart it alike, and report what each failover cost the workers (docs/ARCHITECTURE.md, "What a
+// failover costs a worker": nothing, when the ratios hold).
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/urfave/cli/v2"
+
+	"github.com/corral-dev/corral/client"
+)
+
+// defaultKills is --kills when only --kill-leader-every is given.
+const defaultKills = 3
+
+func (e Env) failoverFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.DurationFlag{Name: "kill-leader-every", EnvVars: e.EnvVars("kill-leader-every"), DefaultText: "0s: never",
+			Usage: "while measuring, SIGKILL the leader controller this often, restart it with the same command line, " +
+				"working directory and environment, and report what each failover cost the workers; the leader must " +
+				"run on this machine"},
+		&cli.IntFlag{Name: "kills", EnvVars: e.EnvVars("kills"), DefaultText: fmt.Sprintf("%d with --kill-leader-every", defaultKills),
+			Usage: "how many times to kill the leader; --duration must leave a whole interval after the last kill"},
+	}
+}
+
+// failoverConfig is --kill-leader-every and --kills.
+type failoverConfig struct {
+	every time.Duration // 0: no kills
+	kills int
+}
+
+func (f failoverConfig) on() bool { return f.every > 0 }
+
+// parseFailover checks --kill-leader-every and --kills against --duration: the kills fall at every, 2 x every, ...
+// after the measurement starts, and the last one needs a whole interval after it to be measured.
+func parseFailover(every time.Duration, kills int, killsSet bool, duration time.Duration) (failoverConfig, error) {
+	switch {
+	case every < 0:
+		return failoverConfig{}, fmt.Errorf("--kill-leader-every must not be negative, got %s", every)
+	case every == 0 && killsSet:
+		return failoverConfig{}, fmt.Errorf("--kills %d needs --kill-leader-every (how often to kill the leader), "+
+			"e.g. --kill-leader-every 10s", kills)
+	case every == 0:
+		return failoverConfig{}, nil
+	}
+	if !killsSet {
+		kills = defaultKills
+	}
+	if kills < 1 {
+		return failoverConfig{}, fmt.Errorf("--kills must be at least 1, got %d", kills)
+	}
+	if need := every * time.Duration(kills+1); duration < need {
+		return failoverConfig{}, fmt.Errorf("--duration %s is too short for --kills %d every %s: the kills fall at "+
+			"%s, %s, ... after the measurement starts and the last one needs a whole interval after it; "+
+			"use --duration %s or more", duration, kills, every, every, 2*every, need)
+	}
+	return failoverConfig{every: every, kills: kills}, nil
+}
+
+// simSession is what one simulated worker's session went through: fed by its callbacks on the worker's loop, read
+// once the measurement is over.
+type simSession struct {
+	mu         sync.Mutex
+	firstEpoch uint64
+	alive      []epochAt   // OnAlive: registrations, with the epoch each gave
+	resumed    []time.Time // OnLeaderAck: the first heartbeat acknowledged by a new leader
+	fences     []fenceAt   // OnFenced
+	// The worker's fencing counters as last read from its registry, to tell the kinds of fencing apart.
+	selfCount, ctrlCount float64
+}
+
+type epochAt struct {
+	epoch uint64
+	at    time.Time
+}
+
+type fenceAt struct {
+	at           time.Time
+	byController bool // a leader refused the worker's epoch; else the worker fenced itself
+}
+
+func (s *simSession) onAlive(epoch uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.firstEpoch == 0 {
+		s.firstEpoch = epoch
+	}
+	s.alive = append(s.alive, epochAt{epoch: epoch, at: time.Now()})
+}
+
+func (s *simSession) onLeaderAck(_ string, _ uint64, at time.Time) {
+	s.mu.Lock()
+	s.resumed = append(s.resumed, at)
+	s.mu.Unlock()
+}
+
+// onFenced records a fencing and its kind, read from the worker's own counters (the worker increments one of them
+// before it calls OnFenced). Fencings are rare, so gathering the worker's small registry here is cheap enough.
+func (s *simSession) onFenced(reg prometheus.Gatherer) {
+	at := time.Now()
+	self, byCtrl := workerFencings(reg)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fences = append(s.fences, fenceAt{at: at, byController: byCtrl > s.ctrlCount})
+	s.selfCount, s.ctrlCount = self, byCtrl
+}
+
+// workerFencings reads corral_worker_self_fencings_total and corral_worker_fenced_by_controller_total.
+func workerFencings(reg prometheus.Gatherer) (self, byController float64) {
+	mfs, _ := reg.Gather()
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			switch mf.GetName() {
+			case "corral_worker_self_fencings_total":
+				self += m.GetCounter().GetValue()
+			case "corral_worker_fenced_by_controller_total":
+				byController += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return self, byController
+}
+
+// killRecord is one kill of the leader and its restart.
+type killRecord struct {
+	n         int
+	leaderID  uint64
+	pid       int
+	endpoint  string
+	at        time.Time     // when SIGKILL was sent
+	exitedIn  time.Duration // from SIGKILL until /proc/PID was gone
+	newPID    int
+	logPath   string
+	backIn    time.Duration // from SIGKILL until the restarted controller answered again
+	newLeader uint64        // the leader the restarted controller named
+}
+
+// ctrlFencings is every controller's corral_workers_fencings_total (all reasons), with its pid: a counter restarts
+// from zero with its process.
+type ctrlFencings map[string]ctrlCount
+
+type ctrlCount struct {
+	pid      int
+	fencings float64
+}
+
+// since is how many fencings the controllers counted between prev and s. A controller whose pid changed started
+// from zero; one that did not answer in s (killed, say) contributes nothing.
+func (s ctrlFencings) since(prev ctrlFencings) float64 {
+	var n float64
+	for ep, c := range s {
+		if p, ok := prev[ep]; ok && p.pid == c.pid {
+			n += c.fencings - p.fencings
+		} else {
+			n += c.fencings
+		}
+	}
+	return n
+}
+
+// leaderKiller kills the leader on schedule during the measurement (see killAll).
+type leaderKiller struct {
+	e         Env
+	c         *cli.Context
+	cfg       failoverConfig
+	out       io.Writer
+	endpoints []string
+	hc        *http.Client
+	kills     []killRecord
+	ctrl      []ctrlFencings // the controllers' counters at the start, just before each kill and at the end
+	err       error          // why the kills stopped early
+	restarted []int          // pids of the controllers this run restarted
+}
+
+func (e Env) newLeaderKiller(c *cli.Context, cfg failoverConfig) *leaderKiller {
+	return &leaderKiller{e: e, c: c, cfg: cfg, out: c.App.Writer, endpoints: splitList(c.String("endpoints")),
+		hc: &http.Client{Timeout: 5 * time.Second}}
+}
+
+// checkKillable refuses, before any worker starts, a leader this machine cannot kill and restart.
+func checkKillable(l *benchLeader) error {
+	if !l.local {
+		return notLocalError(l)
+	}
+	if _, err := readProcLaunch(l.pid); err != nil {
+		return fmt.Errorf("--kill-leader-every: cannot read how the leader was started: %w; run the bench as the "+
+			"user that runs the controllers", err)
+	}
+	return nil
+}
+
+func notLocalError(l *benchLeader) error {
+	return fmt.Errorf("--kill-leader-every: the leader (controller %d at %s, pid %d) does not run on this machine: "+
+		"the bench kills and restarts the leader's process itself, so run it on the controllers' machine "+
+		"(e.g. against scripts/cluster.sh start), or drop --kill-leader-every", l.id, l.endpoint, l.pid)
+}
+
+// killAll kills the leader at t0 + every, t0 + 2 x every, ... and restarts it each time. It returns after the last
+// kill's restart, or early when ctx ends or a kill fails (then k.err says why).
+func (k *leaderKiller) killAll(ctx context.Context, t0 time.Time) {
+	k.ctrl = []ctrlFencings{k.sampleControllers(ctx)}
+	for n := 1; n <= k.cfg.kills; n++ {
+		t := time.NewTimer(time.Until(t0.Add(time.Duration(n) * k.cfg.every)))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+		rec, err := k.killOnce(ctx, n)
+		if !rec.at.IsZero() {
+			k.kills = append(k.kills, rec)
+			k.printKill(rec, t0)
+		}
+		if err != nil {
+			k.err = fmt.Errorf("kill %d of %d: %w", n, k.cfg.kills, err)
+			fmt.Fprintf(k.out, "kill %d: %v; no more kills\n", n, err)
+			return
+		}
+	}
+}
+
+func (k *leaderKiller) printKill(r killRecord, t0 time.Time) {
+	msg := fmt.Sprintf("kill %d at +%s: SIGKILL to leader %d (pid %d)", r.n, r.at.Sub(t0).Round(100*time.Millisecond),
+		r.leaderID, r.pid)
+	if r.exitedIn > 0 {
+		msg += fmt.Sprintf(", gone after %s", formatLatency(r.exitedIn))
+	}
+	if r.newPID > 0 {
+		msg += fmt.Sprintf("; restarted as pid %d (output: %s)", r.newPID, r.logPath)
+	}
+	if r.backIn > 0 {
+		msg += fmt.Sprintf(", answering again %s after the kill; leader now %d", r.backIn.Round(time.Millisecond),
+			r.newLeader)
+	}
+	fmt.Fprintln(k.out, msg)
+}
+
+// killOnce finds the leader, reads how it was started, kills it, waits for it to be gone and starts it again.
+// Once the SIGKILL is sent it finishes the restart even if ctx ends, so that the cluster gets its controller back.
+func (k *leaderKiller) killOnce(ctx context.Context, n int) (killRecord, error) {
+	rec := killRecord{n: n}
+	lead, err := k.waitLeader(ctx, k.cfg.every)
+	if err != nil {
+		return rec, err
+	}
+	rec.leaderID, rec.pid, rec.endpoint = lead.id, lead.pid, lead.endpoint
+	if !lead.local {
+		return rec, notLocalError(lead)
+	}
+	launch, err := readProcLaunch(lead.pid)
+	if err != nil {
+		return rec, fmt.Errorf("read how leader %d (pid %d) was started: %w", lead.id, lead.pid, err)
+	}
+	bin, err := launch.binary()
+	if err != nil {
+		return rec, err
+	}
+	before := k.sampleControllers(ctx)
+	rec.at = time.Now()
+	if err := syscall.Kill(lead.pid, syscall.SIGKILL); err != nil {
+		rec.at = time.Time{}
+		return rec, fmt.Errorf("kill leader %d (pid %d): %w", lead.id, lead.pid, err)
+	}
+	k.ctrl = append(k.ctrl, before)
+	bg := context.WithoutCancel(ctx)
+	if rec.exitedIn, err = waitProcessGone(bg, lead.pid, 10*time.Second); err != nil {
+		return rec, err
+	}
+	logf, err := openRestartLog(restartLogPath(launch, k.e.EnvVars("data-dir"), lead.id),
+		filepath.Join(os.TempDir(), fmt.Sprintf("corral-bench-restart-node-%d.log", lead.id)))
+	if err != nil {
+		return rec, fmt.Errorf("restart controller %d: %w; the cluster is one controller short", lead.id, err)
+	}
+	rec.logPath = logf.Name()
+	fmt.Fprintf(logf, "=== %s: restarted by corral bench workers after kill %d (old pid %d): %s\n",
+		time.Now().Format(time.RFC3339Nano), n, lead.pid, strings.Join(launch.argv, " "))
+	rec.newPID, err = startDetached(launch, bin, logf)
+	_ = logf.Close() // the child has its own copy
+	if err != nil {
+		return rec, fmt.Errorf("restart controller %d from %s: %w; the cluster is one controller short", lead.id, bin, err)
+	}
+	k.restarted = append(k.restarted, rec.newPID)
+	st, err := k.waitBack(bg, lead.endpoint, lead.id, max(k.cfg.every, 5*time.Second))
+	if err != nil {
+		return rec, fmt.Errorf("controller %d (restarted as pid %d) %w; see %s", lead.id, rec.newPID, err, rec.logPath)
+	}
+	rec.backIn, rec.newLeader = time.Since(rec.at), st.LeaderID
+	return rec, nil
+}
+
+// waitLeader asks the endpoints until one is the leader (an election may be running).
+func (k *leaderKiller) waitLeader(ctx context.Context, limit time.Duration) (*benchLeader, error) {
+	deadline := time.Now().Add(limit)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		lead, err := k.e.findLeader(ctx, k.c)
+		if err == nil || time.Now().After(deadline) {
+			return lead, err
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// waitBack polls the restarted controller's endpoint until it answers as node id and names a leader.
+func (k *leaderKiller) waitBack(ctx context.Context, endpoint string, id uint64, limit time.Duration) (*client.ClusterStatus, error) {
+	cl, err := client.New(client.Config{Endpoints: []string{endpoint}, Token: k.c.String("token"), Timeout: time.Second})
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(limit)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		st, err := cl.Cluster(ctx)
+		if err == nil && st.NodeID == id && st.LeaderID != 0 {
+			return st, nil
+		}
+		if time.Now().After(deadline) {
+			if err == nil {
+				err = fmt.Errorf("answers as node %d with leader %d", st.NodeID, st.LeaderID)
+			}
+			return nil, fmt.Errorf("did not rejoin within %s (last: %v)", limit, err)
+		}
+		<-tick.C
+	}
+}
+
+// sampleControllers reads every endpoint's pid and fencing counter; endpoints that do not answer are left out.
+func (k *leaderKiller) sampleControllers(ctx context.Context) ctrlFencings {
+	out := ctrlFencings{}
+	for _, ep := range k.endpoints {
+		cl, err := client.New(client.Config{Endpoints: []string{ep}, Token: k.c.String("token"), Timeout: 2 * time.Second})
+		if err != nil {
+			continue
+		}
+		st, err := cl.Cluster(ctx)
+		if err != nil {
+			continue
+		}
+		m, err := (&benchLeader{endpoint: cl.Endpoints()[0], hc: k.hc, token: k.c.String("token")}).metrics()
+		if err != nil {
+			continue
+		}
+		var n float64
+		for name, v := range m {
+			if name == "corral_workers_fencings_total" || strings.HasPrefix(name, "corral_workers_fencings_total{") {
+				n += v
+			}
+		}
+		out[ep] = ctrlCount{pid: st.PID, fencings: n}
+	}
+	return out
+}
+
+// procLaunch is how a process was started, read from /proc before it is killed so that it can be started alike.
+type procLaunch struct {
+	argv []string
+	dir  string
+	env  []string
+	exe  string // /proc/PID/exe: the binary when argv[0] cannot be found
+}
+
+func readProcLaunch(pid int) (procLaunch, error) {
+	proc := fmt.Sprintf("/proc/%d", pid)
+	cmdline, err := os.ReadFile(proc + "/cmdline")
+	if err != nil {
+		return procLaunch{}, err
+	}
+	environ, err := os.ReadFile(proc + "/environ")
+	if err != nil {
+		return procLaunch{}, err
+	}
+	dir, err := os.Readlink(proc + "/cwd")
+	if err != nil {
+		return procLaunch{}, err
+	}
+	l := procLaunch{argv: splitNUL(cmdline), dir: dir, env: splitNUL(environ)}
+	l.exe, _ = os.Readlink(proc + "/exe")
+	if len(l.argv) == 0 {
+		return procLaunch{}, fmt.Errorf("%s/cmdline is empty (a zombie or a kernel thread)", proc)
+	}
+	return l, nil
+}
+
+// splitNUL splits /proc/PID/cmdline or environ: NUL-terminated strings.
+func splitNUL(b []byte) []string {
+	b = bytes.TrimSuffix(b, []byte{0})
+	if len(b) == 0 {
+		return nil
+	}
+	return strings.Split(string(b), "\x00")
+}
+
+// binary is the program to start again: argv[0] resolved like the shell did (against the process's working
+// directory and its own PATH), else what /proc/PID/exe pointed to if that still exists.
+func (l procLaunch) binary() (string, error) {
+	a0 := l.argv[0]
+	var cands []string
+	switch {
+	case filepath.IsAbs(a0):
+		cands = []string{a0}
+	case strings.Contains(a0, "/"):
+		cands = []string{filepath.Join(l.dir, a0)}
+	default:
+		for _, d := range filepath.SplitList(lookupEnv(l.env, "PATH")) {
+			if d == "" {
+				d = "."
+			}
+			if !filepath.IsAbs(d) {
+				d = filepath.Join(l.dir, d)
+			}
+			cands = append(cands, filepath.Join(d, a0))
+		}
+	}
+	if l.exe != "" && !strings.HasSuffix(l.exe, " (deleted)") {
+		cands = append(cands, l.exe)
+	}
+	for _, p := range cands {
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("cannot find the leader's program %q (started in %s) to restart it", a0, l.dir)
+}
+
+// lookupEnv returns the value of key in a KEY=VALUE list ("" when absent); the last one wins, as for getenv.
+func lookupEnv(env []string, key string) string {
+	v := ""
+	for _, kv := range env {
+		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
+			v = val
+		}
+	}
+	return v
+}
+
+// flagValue returns the value of --name (or -name) in argv, as --name=V or --name V; "" when absent.
+func flagValue(argv []string, name string) string {
+	for i, a := range argv {
+		if a == "--" {
+			break
+		}
+		f, ok := strings.CutPrefix(a, "--")
+		if !ok {
+			if f, ok = strings.CutPrefix(a, "-"); !ok {
+				continue
+			}
+		}
+		if k, v, ok := strings.Cut(f, "="); ok && k == name {
+			return v
+		} else if f == name && i+1 < len(argv) {
+			return argv[i+1]
+		}
+	}
+	return ""
+}
+
+// restartLogPath is where a restarted controller's output goes: next to its data dir (from --data-dir or its
+// environment variable) as DATADIR.bench-restart.log, or in the temporary directory when the data dir is unknown.
+func restartLogPath(l procLaunch, dataDirEnv []string, id uint64) string {
+	dataDir := flagValue(l.argv, "data-dir")
+	for _, name := range dataDirEnv {
+		if dataDir == "" {
+			dataDir = lookupEnv(l.env, name)
+		}
+	}
+	if dataDir == "" {
+		return filepath.Join(os.TempDir(), fmt.Sprintf("corral-bench-restart-node-%d.log", id))
+	}
+	if !filepath.IsAbs(dataDir) {
+		dataDir = filepath.Join(l.dir, dataDir)
+	}
+	dataDir = filepath.Clean(dataDir)
+	return filepath.Join(filepath.Dir(dataDir), filepath.Base(dataDir)+".bench-restart.log")
+}
+
+// openRestartLog opens path for appending, or fallback when path cannot be (a data dir's parent may not be
+// writable).
+func openRestartLog(path, fallback string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err == nil {
+		return f, nil
+	}
+	f, err2 := os.OpenFile(fallback, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err2 != nil {
+		return nil, fmt.Errorf("open a log for its output: %w", errors.Join(err, err2))
+	}
+	return f, nil
+}
+
+// startDetached starts bin again with l's argv, directory and environment, in a session of its own (a ^C to the
+// bench does not reach it), with its output to log. The child outlives the bench; a goroutine reaps it if it
+// exits first.
+func startDetached(l procLaunch, bin string, log *os.File) (int, error) {
+	cmd := &exec.Cmd{Path: bin, Args: l.argv, Dir: l.dir, Env: l.env, Stdout: log, Stderr: log,
+		SysProcAttr: &syscall.SysProcAttr{Setsid: true}}
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	go func() { _ = cmd.Wait() }()
+	return cmd.Process.Pid, nil
+}
+
+// waitProcessGone polls /proc/PID until the process is gone or a zombie (dead; its ports and files are released).
+func waitProcessGone(ctx context.Context, pid int, limit time.Duration) (time.Duration, error) {
+	start := time.Now()
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if processGone(pid) {
+			return time.Since(start), nil
+		}
+		if time.Since(start) > limit {
+			return 0, fmt.Errorf("pid %d still runs %s after SIGKILL", pid, limit)
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+}
+
+func processGone(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH)
+	}
+	return procState(b) == 'Z' || procState(b) == 'X'
+}
+
+// procState is the state letter of a /proc/PID/stat line (after the command name, which may hold spaces and ")").
+func procState(stat []byte) byte {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 || i+2 >= len(stat) {
+		return 0
+	}
+	return stat[i+2]
+}
+
+// failoverWindow is what happened from one kill to the next (or to the end of the measurement).
+type failoverWindow struct {
+	kill         int // 0: from the start of the measurement to the first kill
+	leader       uint64
+	from, to     time.Time
+	resumes      []time.Duration // per worker, from the kill to its first ack at a new leader; ascending
+	notResumed   int             // workers with no ack at a new leader before the window ended
+	selfFenced   int             // workers that fenced themselves
+	ctrlFenced   int             // workers whose epoch a leader refused
+	ctrlFencings float64         // the controllers' fencing counters
+	newEpoch     int             // workers that registered again with another epoch than their first
+}
+
+func (w failoverWindow) harmed() bool {
+	return w.selfFenced > 0 || w.ctrlFenced > 0 || w.ctrlFencings > 0 || w.newEpoch > 0
+}
+
+// failoverWindows splits the measurement [t0, end] at the kills and says what each window cost the workers. ctrl
+// holds the controllers' counters at t0, just before each kill and at end (len(kills)+2 samples). The first window
+// (kill 0) runs from t0 to the first kill; the last element is the total over the whole measurement (kill -1), whose
+// resumes are every kill's.
+func failoverWindows(kills []killRecord, sessions []*simSession, t0, end time.Time, ctrl []ctrlFencings) []failoverWindow {
+	ws := []failoverWindow{{from: t0}}
+	for _, k := range kills {
+		ws[len(ws)-1].to = k.at
+		ws = append(ws, failoverWindow{kill: k.n, leader: k.leaderID, from: k.at})
+	}
+	ws[len(ws)-1].to = end
+	total := failoverWindow{kill: -1, from: t0, to: end}
+	for i := range ws {
+		if i+1 < len(ctrl) {
+			ws[i].ctrlFencings = ctrl[i+1].since(ctrl[i])
+		}
+	}
+	var allResumes [][]time.Duration
+	for i := range ws {
+		w := &ws[i]
+		for _, s := range sessions {
+			if w.kill > 0 {
+				if at, ok := s.resumedIn(w.from, w.to); ok {
+					w.resumes = append(w.resumes, at.Sub(w.from))
+				} else {
+					w.notResumed++
+				}
+			}
+			w.add(s.harmIn(w.from, w.to))
+		}
+		slices.Sort(w.resumes)
+		allResumes = append(allResumes, w.resumes)
+		total.notResumed += w.notResumed
+		total.ctrlFencings += w.ctrlFencings
+	}
+	total.resumes = mergeLatencies(allResumes)
+	// Workers, not events: one that fenced itself at two kills counts once in the total.
+	for _, s := range sessions {
+		total.add(s.harmIn(t0, end))
+	}
+	return append(ws, total)
+}
+
+// sessionHarm is what a worker's session suffered in a window.
+type sessionHarm struct{ selfFenced, ctrlFenced, newEpoch bool }
+
+func (w *failoverWindow) add(h sessionHarm) {
+	w.selfFenced += b2i(h.selfFenced)
+	w.ctrlFenced += b2i(h.ctrlFenced)
+	w.newEpoch += b2i(h.newEpoch)
+}
+
+// resumedIn returns the worker's first acknowledgement by a new leader in [from, to).
+func (s *simSession) resumedIn(from, to time.Time) (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, t := range s.resumed {
+		if in(t, from, to) {
+			return t, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// harmIn says whether the worker was fenced, either way, or registered with another epoch than its first in
+// [from, to).
+func (s *simSession) harmIn(from, to time.Time) sessionHarm {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var h sessionHarm
+	for _, f := range s.fences {
+		if in(f.at, from, to) {
+			h.selfFenced = h.selfFenced || !f.byController
+			h.ctrlFenced = h.ctrlFenced || f.byController
+		}
+	}
+	for _, a := range s.alive {
+		if a.epoch != s.firstEpoch && in(a.at, from, to) {
+			h.newEpoch = true
+		}
+	}
+	return h
+}
+
+func in(t, from, to time.Time) bool { return !t.Before(from) && t.Before(to) }
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// formatResume prints a resume time to the millisecond, "-" without samples.
+func formatResume(sorted []time.Duration, p float64) string {
+	if len(sorted) == 0 {
+		return "-"
+	}
+	return percentile(sorted, p).Round(time.Millisecond).String()
+}
+
+// printFailover prints the per-kill table and returns an error when a failover fenced a worker or gave one a new
+// epoch, or when the kills could not all be done.
+func printFailover(w io.Writer, every time.Duration, windows []failoverWindow, killErr error, restarted []int) error {
+	fmt.Fprintf(w, "failover: %d kill(s) of the leader; resume = from the SIGKILL to a worker's first heartbeat "+
+		"acknowledged by the new leader; not resumed = none before the next kill (or the end)\n", len(windows)-2)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "KILL\tLEADER\tRESUMED\tNOT-RESUMED\tRESUME-P50\tRESUME-P99\tRESUME-MAX\tSELF-FENCED\tFENCED-BY-CTRL\tCTRL-FENCINGS\tNEW-EPOCH\t")
+	row := func(name, leader string, x failoverWindow) {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%d\t%d\t%.0f\t%d\t\n", name, leader, len(x.resumes), x.notResumed,
+			formatResume(x.resumes, 50), formatResume(x.resumes, 99), formatResume(x.resumes, 100), x.selfFenced,
+			x.ctrlFenced, x.ctrlFencings, x.newEpoch)
+	}
+	total := windows[len(windows)-1]
+	for _, x := range windows[:len(windows)-1] {
+		if x.kill == 0 {
+			if x.harmed() {
+				fmt.Fprintf(tw, "before\t-\t-\t-\t-\t-\t-\t%d\t%d\t%.0f\t%d\t\n", x.selfFenced, x.ctrlFenced,
+					x.ctrlFencings, x.newEpoch)
+			}
+			continue
+		}
+		row(fmt.Sprint(x.kill), fmt.Sprint(x.leader), x)
+	}
+	row("all", "-", total)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "  SELF-FENCED: workers that fenced themselves (corral_worker_self_fencings_total); FENCED-BY-CTRL: "+
+		"workers whose epoch a leader refused (corral_worker_fenced_by_controller_total); CTRL-FENCINGS: the "+
+		"controllers' corral_workers_fencings_total; NEW-EPOCH: workers that registered again with another epoch")
+	if len(restarted) > 0 {
+		fmt.Fprintf(w, "restarted controllers keep running detached, pids %s: stop them like the others "+
+			"(scripts/cluster.sh stop finds them by their data dir)\n", joinInts(restarted))
+	}
+	var errs []error
+	if killErr != nil {
+		errs = append(errs, killErr)
+	}
+	if total.harmed() {
+		errs = append(errs, fmt.Errorf("killing the leader every %s cost workers their sessions: %d fenced themselves, "+
+			"%d were fenced by a leader, the controllers fenced %.0f, %d registered again with a new epoch",
+			every, total.selfFenced, total.ctrlFenced, total.ctrlFencings, total.newEpoch))
+	} else if killErr == nil {
+		fmt.Fprintln(w, "failover cost: no worker fenced or given a new epoch")
+	}
+	return errors.Join(errs...)
+}
+
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, " ")
+}
+
+// finish samples the controllers' counters at the end of the measurement and prints the report.
+func (k *leaderKiller) finish(ctx context.Context, sims []*simWorker, t0, end time.Time) error {
+	k.ctrl = append(k.ctrl, k.sampleControllers(context.WithoutCancel(ctx)))
+	sessions := make([]*simSession, len(sims))
+	for i, s := range sims {
+		sessions[i] = &s.session
+	}
+	ws := failoverWindows(k.kills, sessions, t0, end, k.ctrl)
+	var running []int // a restarted controller may have been killed again as leader
+	for _, pid := range k.restarted {
+		if !processGone(pid) {
+			running = append(running, pid)
+		}
+	}
+	return printFailover(k.out, k.cfg.every, ws, k.err, running)
+}
