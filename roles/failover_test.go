@@ -2,6 +2,9 @@ package roles
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -61,4 +64,71 @@ func anyFenced(t *testing.T, ws []*testcluster.Worker) string {
 		}
 	}
 	return ""
+}
+
+// failoverSeeds is how many seeds the random failover test runs: a few by
+// default, as many as wanted with CORRAL_FAILOVER_SEEDS=N.
+func failoverSeeds(t *testing.T) int {
+	if s := os.Getenv("CORRAL_FAILOVER_SEEDS"); s != "" {
+		n, err := strconv.Atoi(s)
+		require.NoError(t, err, "CORRAL_FAILOVER_SEEDS must be a number")
+		return n
+	}
+	return 4
+}
+
+// The same claim as above, under a seeded random schedule on a lossy
+// network: raft messages are lost (2 %) and delayed (1-8 ms, so
+// reordered), the fault lands at a random phase of the heartbeat cycle,
+// and each round the leader either goes silent for a random time and comes
+// back (a pause or a partition) or is killed (cut off first, so it says
+// goodbye to no one, then closed) and restarted from its data dir. No
+// worker may fence itself or be fenced, and no epoch may change. A failing
+// seed reruns alone: go test ./roles -run 'RandomLeaderFailures/seed=N'.
+func TestWorker_RandomLeaderFailuresUnderLossFenceNoWorker(t *testing.T) {
+	const heartbeat, sessionTimeout = worker.DefaultHeartbeatInterval / 5, transport.DefaultSessionTimeout / 5
+	for seed := range int64(failoverSeeds(t)) {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(seed), 16))
+			wc := testcluster.NewSeeded(t, 3, seed, func(c *controller.Config) { c.SessionTimeout = sessionTimeout })
+			wc.Net.SetDropRate(0.02)
+			wc.Net.SetDelay(time.Millisecond, 8*time.Millisecond)
+			tweak := func(c *worker.Config) { c.HeartbeatInterval = heartbeat }
+			ws := []*testcluster.Worker{wc.StartWorker("", tweak), wc.StartWorker("", tweak), wc.StartWorker("", tweak)}
+			wc.WaitAlive(ws...)
+			for round := range 3 {
+				lead := wc.Leader().NodeID()
+				// Land the fault at a random point of the heartbeat cycle;
+				// the waits here are the schedule, not waits for a condition.
+				time.Sleep(time.Duration(rng.Int64N(int64(heartbeat))))
+				kill := rng.IntN(2) == 0
+				wc.Net.Isolate(lead)
+				if kill {
+					wc.StopController(lead)
+				}
+				newLead := wc.WaitLeader(wc.Others(lead)...)
+				addr := wc.Addr(newLead)
+				for _, w := range ws {
+					require.Eventually(t, func() bool { st := w.Status(); return st.Alive && st.Leader == addr },
+						5*time.Second, 5*time.Millisecond, "round %d (kill=%v): worker %s did not move to leader %d: %s",
+						round, kill, w.ID(), newLead, anyFenced(t, ws))
+				}
+				time.Sleep(time.Duration(rng.Int64N(int64(sessionTimeout / 2))))
+				wc.Net.Heal()
+				if kill {
+					wc.StartController(lead)
+				}
+				wc.WaitLeader(wc.IDs()...)
+				require.Empty(t, anyFenced(t, ws), "round %d (kill=%v)", round, kill)
+			}
+			// Nothing fences late either: a whole session timeout more.
+			require.Never(t, func() bool { return anyFenced(t, ws) != "" }, sessionTimeout, 10*time.Millisecond,
+				"%s", anyFenced(t, ws))
+			for _, w := range ws {
+				require.Equal(t, uint64(1), w.Status().Epoch, "worker %s changed epoch", w.ID())
+				require.Zero(t, testcluster.Metric(t, w.Registry(), "corral_worker_self_fencings_total"), w.ID())
+				require.Zero(t, testcluster.Metric(t, w.Registry(), "corral_worker_fenced_by_controller_total"), w.ID())
+			}
+		})
+	}
 }

@@ -26,8 +26,12 @@ func (e Env) kvCommand() *cli.Command {
 		Usage: "run concurrent clients doing puts, then linearizable gets, and report throughput and latency",
 		Description: "Each op in --ops runs for --duration with --clients concurrent clients (each with its own\n" +
 			"connections). Puts cycle through --keys keys; gets read random keys among them.\n" +
-			"Example: corral bench kv --clients 16 --duration 10s --value-size 256",
-		Flags: append(e.ClientFlags(),
+			"Example: corral bench kv --clients 16 --duration 10s --value-size 256\n" +
+			"With --kill-leader-every (puts only) the leader is killed and restarted on that schedule, as in\n" +
+			"bench workers, and the report gives each kill's longest gap between acknowledged writes:\n" +
+			"   corral bench kv --endpoints E1,E2,E3 --timeout 250ms --ops put --clients 8 --duration 66s \\\n" +
+			"     --kill-leader-every 6s --kills 10",
+		Flags: append(append(e.ClientFlags(),
 			&cli.IntFlag{Name: "clients", Value: 8, EnvVars: e.EnvVars("clients"), Usage: "concurrent clients"},
 			&cli.DurationFlag{Name: "duration", Value: 10 * time.Second, EnvVars: e.EnvVars("duration"),
 				Usage: "how long each op runs"},
@@ -37,7 +41,7 @@ func (e Env) kvCommand() *cli.Command {
 				Usage: "comma-separated ops to run in order: put, get"},
 			&cli.StringFlag{Name: "key-prefix", Value: "bench/", EnvVars: e.EnvVars("key-prefix"),
 				Usage: "prefix of the keys the benchmark writes"},
-		),
+		), e.failoverFlags()...),
 		Action: e.kvAction,
 	}
 }
@@ -50,6 +54,7 @@ type benchConfig struct {
 	keys      int
 	ops       []string
 	prefix    string
+	failover  failoverConfig // --kill-leader-every, --kills (kv_failover.go)
 }
 
 func benchKVConfig(c *cli.Context) (benchConfig, error) {
@@ -71,6 +76,15 @@ func benchKVConfig(c *cli.Context) (benchConfig, error) {
 		if op != "put" && op != "get" {
 			return cfg, fmt.Errorf("unknown op %q in --ops; use put, get or put,get", op)
 		}
+	}
+	var err error
+	if cfg.failover, err = parseFailover(c.Duration("kill-leader-every"), c.Int("kills"), c.IsSet("kills"),
+		cfg.duration); err != nil {
+		return cfg, err
+	}
+	if cfg.failover.on() && !slices.Equal(cfg.ops, []string{"put"}) {
+		return cfg, fmt.Errorf("--kill-leader-every measures the gap between acknowledged writes: use it with --ops put, not %q",
+			c.String("ops"))
 	}
 	return cfg, nil
 }
@@ -100,9 +114,18 @@ func (e Env) kvAction(c *cli.Context) error {
 		orDash(st.ClusterID), st.LeaderID, cfg.clients, cfg.duration, cfg.valueSize, cfg.keys)
 
 	var results []opResult
+	var failoverErr error
 	for _, op := range cfg.ops {
 		if ctx.Err() != nil {
 			break // interrupted: report what ran
+		}
+		if cfg.failover.on() {
+			r, err := e.runKVFailover(ctx, c, cfg.failover, func() opResult { return runBenchOp(ctx, clients, op, cfg) })
+			if r.op == "" {
+				return err // refused before any write
+			}
+			results, failoverErr = append(results, r), err
+			continue
 		}
 		results = append(results, runBenchOp(ctx, clients, op, cfg))
 	}
@@ -119,7 +142,7 @@ func (e Env) kvAction(c *cli.Context) error {
 			return e.Explain(fmt.Sprintf("every %s failed", r.op), r.firstErr)
 		}
 	}
-	return nil
+	return failoverErr
 }
 
 // opResult is what one op's run measured.
@@ -129,6 +152,7 @@ type opResult struct {
 	errors    int             // failed operations
 	elapsed   time.Duration   // wall time of the run
 	latencies []time.Duration // successful operations' latencies, sorted ascending
+	acks      []time.Time     // when each success was acknowledged (only with --kill-leader-every)
 	firstErr  error
 }
 
@@ -142,6 +166,7 @@ func (r opResult) opsPerSec() float64 {
 // workerResult is one worker's share; each worker owns its slice, so recording a latency needs no lock.
 type workerResult struct {
 	latencies []time.Duration
+	acks      []time.Time
 	errors    int
 	firstErr  error
 }
@@ -189,6 +214,9 @@ func runBenchOp(ctx context.Context, clients []*client.Client, op string, cfg be
 					continue
 				}
 				res.latencies = append(res.latencies, lat)
+				if cfg.failover.on() {
+					res.acks = append(res.acks, t0.Add(lat))
+				}
 			}
 		}()
 	}
@@ -197,6 +225,7 @@ func runBenchOp(ctx context.Context, clients []*client.Client, op string, cfg be
 	lats := make([][]time.Duration, len(per))
 	for i, p := range per {
 		lats[i] = p.latencies
+		r.acks = append(r.acks, p.acks...)
 		r.errors += p.errors
 		if r.firstErr == nil {
 			r.firstErr = p.firstErr

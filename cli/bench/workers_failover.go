@@ -292,7 +292,7 @@ func (k *leaderKiller) killOnce(ctx context.Context, n int) (killRecord, error) 
 		return rec, fmt.Errorf("restart controller %d: %w; the cluster is one controller short", lead.id, err)
 	}
 	rec.logPath = logf.Name()
-	fmt.Fprintf(logf, "=== %s: restarted by corral bench workers after kill %d (old pid %d): %s\n",
+	fmt.Fprintf(logf, "=== %s: restarted by corral bench after kill %d (old pid %d): %s\n",
 		time.Now().Format(time.RFC3339Nano), n, lead.pid, strings.Join(launch.argv, " "))
 	rec.newPID, err = startDetached(launch, bin, logf)
 	_ = logf.Close() // the child has its own copy
@@ -546,12 +546,19 @@ func waitProcessGone(ctx context.Context, pid int, limit time.Duration) (time.Du
 	}
 }
 
+// processGone: no such process, or a zombie whose threads have all exited. A killed multi-threaded process shows its
+// main thread as a zombie while the others are still exiting and still hold its files (a restart then finds the data
+// dir locked), so a zombie counts only once /proc/PID/task lists it alone.
 func processGone(pid int) bool {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH)
 	}
-	return procState(b) == 'Z' || procState(b) == 'X'
+	if st := procState(b); st != 'Z' && st != 'X' {
+		return false
+	}
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	return err != nil || len(tasks) <= 1
 }
 
 // procState is the state letter of a /proc/PID/stat line (after the command name, which may hold spaces and ")").

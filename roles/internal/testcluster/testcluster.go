@@ -55,7 +55,13 @@ type Cluster struct {
 // New starts n controllers; tweak, when set, adjusts each one's config.
 func New(t *testing.T, n int, tweak func(*controller.Config)) *Cluster {
 	t.Helper()
-	c := &Cluster{t: t, Net: transport.NewMemNetwork(7), nodes: map[uint64]*controller.Controller{},
+	return NewSeeded(t, n, 7, tweak)
+}
+
+// NewSeeded is New on a network whose losses and delays derive from seed.
+func NewSeeded(t *testing.T, n int, seed int64, tweak func(*controller.Config)) *Cluster {
+	t.Helper()
+	c := &Cluster{t: t, Net: transport.NewMemNetwork(seed), nodes: map[uint64]*controller.Controller{},
 		cfgs: map[uint64]controller.Config{}, leaders: map[uint64]map[uint64]bool{}, stop: make(chan struct{}),
 		nextNet: workerNetBase}
 	// Like QUIC's idle timeout relative to the default session timeout.
