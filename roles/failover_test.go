@@ -132,3 +132,31 @@ func TestWorker_RandomLeaderFailuresUnderLossFenceNoWorker(t *testing.T) {
 		})
 	}
 }
+
+// A live worker keeps an idle connection to every controller besides its
+// leader, so a failover costs it no handshake: it asks a standby who leads
+// and resumes on the new leader's standby. At scale this is what keeps a
+// failover from turning into thousands of handshakes in the same second.
+func TestWorker_FailoverResumesOnStandbyConnectionsWithoutANewHandshake(t *testing.T) {
+	wc := testcluster.New(t, 3, nil)
+	ws := []*testcluster.Worker{wc.StartWorker("", nil), wc.StartWorker("", nil), wc.StartWorker("", nil)}
+	wc.WaitAlive(ws...)
+	dials := map[string]float64{}
+	for _, w := range ws {
+		require.Eventually(t, func() bool {
+			return testcluster.Metric(t, w.Registry(), "corral_worker_standby_connections") == 2
+		}, 10*time.Second, 5*time.Millisecond, "worker %s never opened its standby connections", w.ID())
+		dials[w.ID()] = testcluster.Metric(t, w.Registry(), "corral_worker_connections_total")
+	}
+	old := wc.Leader().NodeID()
+	wc.Net.Isolate(old)
+	addr := wc.Addr(wc.WaitLeader(wc.Others(old)...))
+	for _, w := range ws {
+		require.Eventually(t, func() bool { st := w.Status(); return st.Alive && st.Leader == addr },
+			5*time.Second, 5*time.Millisecond, "worker %s did not move to the new leader", w.ID())
+		require.Equal(t, dials[w.ID()], testcluster.Metric(t, w.Registry(), "corral_worker_connections_total"),
+			"worker %s dialed during the failover", w.ID())
+		require.Equal(t, uint64(1), w.Status().Epoch)
+	}
+	require.Empty(t, anyFenced(t, ws))
+}

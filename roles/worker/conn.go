@@ -28,6 +28,11 @@ func (w *Worker) connFor(id uint64) *wconn {
 	case w.probe != nil && w.probe.id == id:
 		return w.probe
 	}
+	for _, c := range w.standby {
+		if c.id == id {
+			return c
+		}
+	}
 	return nil
 }
 
@@ -50,6 +55,19 @@ func (w *Worker) connect() {
 	if w.avoid != "" {
 		targets = append(targets, w.avoid)
 	}
+	// A standby is an open connection: no handshake, no wait. When the
+	// leader is known only its own will do (another would redirect to it).
+	standbys := targets
+	if w.preferred != "" && w.preferred != w.avoid {
+		standbys = targets[:1]
+	}
+	for _, a := range standbys {
+		if c := w.takeStandby(a); c != nil {
+			w.log.Debug("resuming on a standby connection", "controller", a)
+			w.useConn(c, time.Now())
+			return
+		}
+	}
 	w.startDial(targets)
 }
 
@@ -68,6 +86,14 @@ func (w *Worker) startProbe(targets []string, now time.Time) {
 	if len(targets) == 0 {
 		return
 	}
+	for _, a := range targets {
+		if c := w.takeStandby(a); c != nil {
+			w.probe = c
+			w.log.Debug("probing for the leader on a standby connection", "current", w.conn.addr, "probe", c.addr)
+			w.sendHeartbeat(c, now, false)
+			return
+		}
+	}
 	w.startDial(targets)
 }
 
@@ -84,10 +110,10 @@ func (w *Worker) startDial(targets []string) {
 	if w.dialFails > 0 {
 		hedge = timeout
 	}
-	go w.dial(targets, timeout, hedge)
+	go w.dial(targets, timeout, hedge, false)
 }
 
-func (w *Worker) dial(targets []string, timeout, hedge time.Duration) {
+func (w *Worker) dial(targets []string, timeout, hedge time.Duration, standby bool) {
 	ctx, cancel := context.WithTimeout(w.life, timeout)
 	defer cancel()
 	results := make(chan dialResult, len(targets))
@@ -105,7 +131,7 @@ func (w *Worker) dial(targets []string, timeout, hedge time.Duration) {
 				outstanding++
 				go func() {
 					s, err := w.dialer.DialStream(ctx, addr)
-					results <- dialResult{s: s, addr: addr, err: err}
+					results <- dialResult{s: s, addr: addr, err: err, standby: standby}
 				}()
 				if started < len(targets) {
 					next.Reset(hedge)
@@ -129,14 +155,14 @@ func (w *Worker) dial(targets []string, timeout, hedge time.Duration) {
 			if started < len(targets) {
 				next.Reset(0)
 			} else if outstanding == 0 {
-				w.deliverDial(dialResult{err: errors.Join(errs...)})
+				w.deliverDial(dialResult{err: errors.Join(errs...), addr: targets[0], standby: standby})
 				return
 			}
 		case <-ctxDone:
 			ctxDone = nil
 			started = len(targets) // wait for the outstanding dials to fail
 			if outstanding == 0 {
-				w.deliverDial(dialResult{err: errors.Join(append(errs, ctx.Err())...)})
+				w.deliverDial(dialResult{err: errors.Join(append(errs, ctx.Err())...), addr: targets[0], standby: standby})
 				return
 			}
 		}
@@ -154,6 +180,10 @@ func (w *Worker) deliverDial(r dialResult) {
 }
 
 func (w *Worker) onDial(r dialResult) {
+	if r.standby {
+		w.onStandbyDial(r)
+		return
+	}
 	w.dialing = false
 	if r.err != nil {
 		if w.conn != nil {
@@ -192,9 +222,15 @@ func (w *Worker) onDial(r dialResult) {
 		w.sendHeartbeat(c, now, false)
 		return
 	}
+	w.log.Debug("connected to controller", "controller", r.addr)
+	w.useConn(c, now)
+}
+
+// useConn makes c the session's connection: resume the session on it, or
+// register.
+func (w *Worker) useConn(c *wconn, now time.Time) {
 	w.dialFails = 0
 	w.conn = c
-	w.log.Debug("connected to controller", "controller", r.addr)
 	if w.alive {
 		w.sendHeartbeat(c, now, false) // resume the session on the (new) leader
 	} else {
@@ -259,6 +295,10 @@ func (w *Worker) write(c *wconn, m transport.WorkerMessage) {
 			w.closeProbe()
 			return
 		}
+		if c != w.conn {
+			w.dropStandby(c)
+			return
+		}
 		w.log.Info("connection to controller failed", "controller", c.addr, "err", err)
 		w.avoid = c.addr
 		w.dropConn()
@@ -271,7 +311,7 @@ func (w *Worker) write(c *wconn, m transport.WorkerMessage) {
 // dropConn closes the connection (and any probe) and forgets what was in
 // flight on it.
 func (w *Worker) dropConn() {
-	w.closeProbe()
+	w.parkProbe() // the probe's controller did nothing wrong
 	if w.conn != nil {
 		_ = w.conn.s.Close()
 		w.conn = nil
@@ -283,6 +323,16 @@ func (w *Worker) dropConn() {
 func (w *Worker) closeProbe() {
 	if w.probe != nil {
 		_ = w.probe.s.Close()
+		w.probe = nil
+	}
+	w.probeReask, w.probeTries = time.Time{}, 0
+}
+
+// parkProbe ends the probe but keeps its connection, which works, as a
+// standby.
+func (w *Worker) parkProbe() {
+	if w.probe != nil {
+		w.keepStandby(w.probe)
 		w.probe = nil
 	}
 	w.probeReask, w.probeTries = time.Time{}, 0
@@ -312,7 +362,7 @@ func (w *Worker) maybeReask(now time.Time) {
 	}
 	w.probeReask = time.Time{}
 	if w.conn == nil || !w.leaderSilent(now) {
-		w.closeProbe()
+		w.parkProbe()
 		return
 	}
 	w.sendHeartbeat(w.probe, now, false)
@@ -357,13 +407,13 @@ func (w *Worker) onProbeMessage(m transport.ControllerMessage, now time.Time) {
 			}
 			// The leader spoke up meanwhile: it is slow, not gone. Keep
 			// it, and do not ask again for a while.
-			w.closeProbe()
+			w.parkProbe()
 			w.probeAfter = now.Add(2 * w.cfg.HeartbeatInterval)
 		default:
-			w.closeProbe()
+			w.parkProbe()
 			w.startProbe([]string{m.LeaderAddr}, now)
 		}
 	default:
-		w.closeProbe()
+		w.parkProbe()
 	}
 }

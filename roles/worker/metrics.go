@@ -12,6 +12,7 @@ type workerAgentMetrics struct {
 	refusedFencings prometheus.Counter
 	staleCtrl       prometheus.Counter
 	reconnects      prometheus.Counter
+	standbys        prometheus.Gauge
 	alive           prometheus.Gauge
 	epoch           prometheus.Gauge
 	ctrlEpoch       prometheus.Gauge
@@ -22,6 +23,9 @@ func newWorkerAgentMetrics(reg prometheus.Registerer) *workerAgentMetrics {
 		rtt: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "corral_worker_heartbeat_rtt_seconds", Help: "Round trip of a heartbeat to the leader and its ack.",
 			Buckets: prometheus.ExponentialBuckets(50e-6, 2, 18)}),
+		standbys: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "corral_worker_standby_connections",
+			Help: "Idle connections this worker keeps to controllers other than the leader, for failover without a handshake."}),
 		sent: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "corral_worker_heartbeats_sent_total", Help: "Heartbeats this worker sent."}),
 		acked: prometheus.NewCounter(prometheus.CounterOpts{
@@ -48,7 +52,7 @@ func newWorkerAgentMetrics(reg prometheus.Registerer) *workerAgentMetrics {
 	}
 	if reg != nil {
 		reg.MustRegister(wm.rtt, wm.sent, wm.acked, wm.registrations, wm.selfFencings, wm.refusedFencings,
-			wm.staleCtrl, wm.reconnects, wm.alive, wm.epoch, wm.ctrlEpoch)
+			wm.staleCtrl, wm.reconnects, wm.standbys, wm.alive, wm.epoch, wm.ctrlEpoch)
 	}
 	return wm
 }

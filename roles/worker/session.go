@@ -20,6 +20,7 @@ func (w *Worker) onTick(now time.Time) {
 	w.sendHeartbeat(w.conn, now, false)
 	w.silentT.Reset(w.silentAfter())
 	w.flushReports(now)
+	w.maintainStandbys(now)
 }
 
 // onSilenceCheck runs silentAfter past each heartbeat: a leader that died
@@ -122,6 +123,18 @@ func (w *Worker) onInbound(in inbound) {
 	c := w.connFor(in.connID)
 	if c == nil {
 		return // from a connection we already dropped
+	}
+	if c != w.conn && c != w.probe { // a standby
+		if in.err != nil {
+			w.log.Debug("standby connection lost", "controller", c.addr, "err", in.err)
+			w.dropStandby(c)
+			return
+		}
+		c.lastRecv = time.Now()
+		if e := in.msg.CtrlEpoch(); e >= w.highestCtrl {
+			w.onStandbyMessage(c, in.msg)
+		}
+		return
 	}
 	if in.err != nil {
 		if c == w.probe {
@@ -231,7 +244,7 @@ func (w *Worker) onAck(m *transport.HeartbeatAck) {
 	}
 	w.armFence()
 	w.avoid = ""
-	w.closeProbe() // the leader answered: nothing to look for
+	w.parkProbe() // the leader answered: nothing to look for
 	rtt := time.Since(sent)
 	w.met.acked.Inc()
 	w.met.rtt.Observe(rtt.Seconds())
@@ -253,7 +266,12 @@ func (w *Worker) onAck(m *transport.HeartbeatAck) {
 
 func (w *Worker) onRedirect(m *transport.Redirect) {
 	from := w.conn.addr
+	// The controller works, it just does not lead: keep its connection as
+	// a standby.
+	old := w.conn
+	w.conn = nil
 	w.dropConn()
+	w.keepStandby(old)
 	if m.LeaderAddr != "" && m.LeaderAddr != from {
 		w.log.Info("following the leader", "leader", m.LeaderID, "address", m.LeaderAddr, "redirected_by", from)
 		w.preferred = m.LeaderAddr

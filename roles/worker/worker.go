@@ -71,32 +71,35 @@ type Worker struct {
 	closeErr error
 
 	// Owned by run.
-	conn        *wconn // the session's connection (to the leader, once registered)
-	probe       *wconn // a second connection asking who leads while the leader is late
-	probeAfter  time.Time
-	probeReask  time.Time // when to ask again on the probe (zero: not waiting)
-	probeTries  int       // answers on this probe that named no new leader yet
-	connSeq     uint64
-	dialing     bool
-	preferred   string // the leader's address, tried first
-	avoid       string // the controller that just failed us, tried last
-	alive       bool
-	epoch       uint64
-	timeout     time.Duration // the leader's session timeout
-	lastAcked   time.Time     // send time of the last acknowledged heartbeat
-	ackedBy     string        // the leader that last acknowledged (or registered) the session
-	ackedByCtrl uint64        // and its controller epoch (OnLeaderAck)
-	pending     map[uint64]time.Time
-	regSeq      uint64
-	regSentAt   time.Time
-	seq         uint64
-	highestCtrl uint64
-	notBefore   time.Time // no registration before (after a refusal)
-	dialFails   int
-	lastRefusal transport.RefuseCode
-	out         []byte
-	jobs        workerJobs           // allocations (worker_jobs.go)
-	cgroups     executor.CgroupSetup // task limits (cgroup.go)
+	conn           *wconn            // the session's connection (to the leader, once registered)
+	probe          *wconn            // a second connection asking who leads while the leader is late
+	standby        map[string]*wconn // idle connections to the other controllers (standby.go)
+	standbyAt      time.Time         // when to dial a missing standby (zero: not yet scheduled)
+	standbyDialing bool
+	probeAfter     time.Time
+	probeReask     time.Time // when to ask again on the probe (zero: not waiting)
+	probeTries     int       // answers on this probe that named no new leader yet
+	connSeq        uint64
+	dialing        bool
+	preferred      string // the leader's address, tried first
+	avoid          string // the controller that just failed us, tried last
+	alive          bool
+	epoch          uint64
+	timeout        time.Duration // the leader's session timeout
+	lastAcked      time.Time     // send time of the last acknowledged heartbeat
+	ackedBy        string        // the leader that last acknowledged (or registered) the session
+	ackedByCtrl    uint64        // and its controller epoch (OnLeaderAck)
+	pending        map[uint64]time.Time
+	regSeq         uint64
+	regSentAt      time.Time
+	seq            uint64
+	highestCtrl    uint64
+	notBefore      time.Time // no registration before (after a refusal)
+	dialFails      int
+	lastRefusal    transport.RefuseCode
+	out            []byte
+	jobs           workerJobs           // allocations (worker_jobs.go)
+	cgroups        executor.CgroupSetup // task limits (cgroup.go)
 }
 
 type wconn struct {
@@ -108,6 +111,9 @@ type wconn struct {
 	lastRecv time.Time
 	// writeDL is the stream's write deadline, pushed out now and then.
 	writeDL time.Time
+	// lastSent and pingSeq: a standby's last keep-alive heartbeat.
+	lastSent time.Time
+	pingSeq  uint64
 }
 
 type inbound struct {
@@ -117,9 +123,10 @@ type inbound struct {
 }
 
 type dialResult struct {
-	s    transport.Stream
-	addr string
-	err  error
+	s       transport.Stream
+	addr    string
+	err     error
+	standby bool // dialed as a standby (standby.go)
 }
 
 // Status is a snapshot of a worker's session.
@@ -146,7 +153,7 @@ func Start(cfg Config) (*Worker, error) {
 	w := &Worker{
 		cfg: cfg, id: id, incarnation: newIncarnation(), reg: cfg.Registry, dialer: cfg.Dialer, load: cfg.Load,
 		done: make(chan struct{}), inbox: make(chan inbound, 16), dialc: make(chan dialResult, 1),
-		pending: map[uint64]time.Time{}, timeout: transport.DefaultSessionTimeout,
+		pending: map[uint64]time.Time{}, standby: map[string]*wconn{}, timeout: transport.DefaultSessionTimeout,
 	}
 	w.log = cfg.Logger.With("component", "worker", "worker", id)
 	w.jobs.init()
@@ -282,6 +289,7 @@ func (w *Worker) run() {
 
 func (w *Worker) finish() {
 	w.dropConn()
+	w.closeStandbys()
 	w.fenceT.Stop()
 	w.silentT.Stop()
 	w.kickT.Stop()

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"log/slog"
 	"testing"
 	"time"
@@ -77,9 +78,10 @@ func TestWorker_ProbesOnlyASilentLeader(t *testing.T) {
 func TestWorker_ProbeAsksAgainWhileNoNewLeaderIsKnown(t *testing.T) {
 	now := time.Now()
 	iv := time.Second
+	probe := &wconn{addr: "other", s: nopStream{}}
 	w := &Worker{cfg: Config{HeartbeatInterval: iv}, conn: &wconn{addr: "old", lastRecv: now.Add(-iv)},
-		probe: &wconn{addr: "other", s: nopStream{}}, pending: map[uint64]time.Time{1: now.Add(-iv)},
-		kickT: time.NewTimer(time.Hour)}
+		probe: probe, pending: map[uint64]time.Time{1: now.Add(-iv)}, standby: map[string]*wconn{},
+		stop: context.Background(), met: newWorkerAgentMetrics(nil), kickT: time.NewTimer(time.Hour)}
 	defer w.kickT.Stop()
 	for i, m := range []*transport.Redirect{{}, {LeaderAddr: "old"}, {}, {}, {}} {
 		w.onProbeMessage(m, now)
@@ -94,6 +96,7 @@ func TestWorker_ProbeAsksAgainWhileNoNewLeaderIsKnown(t *testing.T) {
 	w.onProbeMessage(&transport.Redirect{LeaderAddr: "old"}, now)
 	require.Nil(t, w.probe)
 	require.True(t, w.probeAfter.After(now), "and leave the slow leader alone for a while")
+	require.Same(t, probe, w.standby["other"], "the probe's connection works: it stays, as a standby")
 }
 
 // nopStream is a probe connection that is never written to here.
