@@ -300,7 +300,7 @@ func (w *Worker) write(c *wconn, m transport.WorkerMessage) {
 			return
 		}
 		w.log.Info("connection to controller failed", "controller", c.addr, "err", err)
-		w.avoid = c.addr
+		w.avoid, w.avoidCtrl, w.avoidAt = c.addr, w.highestCtrl, time.Now()
 		w.dropConn()
 		w.kick(w.retryShort())
 		return
@@ -374,7 +374,7 @@ func (w *Worker) promoteProbe() {
 	old := w.conn
 	w.log.Info("switching to the controller that answered", "from", old.addr, "to", w.probe.addr)
 	_ = old.s.Close()
-	w.avoid = old.addr
+	w.avoid, w.avoidCtrl, w.avoidAt = old.addr, w.highestCtrl, time.Now()
 	w.conn, w.probe = w.probe, nil
 	w.probeReask, w.probeTries = time.Time{}, 0
 }

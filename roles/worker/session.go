@@ -144,7 +144,7 @@ func (w *Worker) onInbound(in inbound) {
 		if w.stop.Err() == nil {
 			w.log.Info("connection to controller lost", "controller", c.addr, "err", in.err)
 		}
-		w.avoid = c.addr
+		w.avoid, w.avoidCtrl, w.avoidAt = c.addr, w.highestCtrl, time.Now()
 		w.dropConn()
 		w.kick(w.retryShort())
 		return
@@ -272,7 +272,15 @@ func (w *Worker) onRedirect(m *transport.Redirect) {
 	w.conn = nil
 	w.dropConn()
 	w.keepStandby(old)
-	if m.LeaderAddr != "" && m.LeaderAddr != from {
+	// A controller that still names the leader that just failed us, in
+	// no newer a term than when it did, has likely not noticed yet: that
+	// leader is gone (a restarted process, say), and dialing it would cost
+	// a handshake and an unanswered heartbeat. Ask again soon instead, for
+	// about as long as an election takes; after that the fault was more
+	// likely on this side of the network, and the leader is followed.
+	stale := m.LeaderAddr == w.avoid && m.ControllerEpoch <= w.avoidCtrl &&
+		time.Since(w.avoidAt) < 3*w.cfg.HeartbeatInterval
+	if m.LeaderAddr != "" && m.LeaderAddr != from && !stale {
 		w.log.Info("following the leader", "leader", m.LeaderID, "address", m.LeaderAddr, "redirected_by", from)
 		w.preferred = m.LeaderAddr
 		if w.avoid == m.LeaderAddr {
@@ -346,7 +354,7 @@ func (w *Worker) onFenceTimer(now time.Time) {
 	// Register again: on the same connection if it still brings answers
 	// (the leader may just be slow), else wherever a leader answers.
 	if w.conn != nil && now.Sub(w.conn.lastRecv) > w.cfg.HeartbeatInterval {
-		w.avoid = w.conn.addr
+		w.avoid, w.avoidCtrl, w.avoidAt = w.conn.addr, w.highestCtrl, now
 		w.dropConn()
 		w.connect()
 		return

@@ -83,6 +83,8 @@ type Worker struct {
 	dialing        bool
 	preferred      string // the leader's address, tried first
 	avoid          string // the controller that just failed us, tried last
+	avoidCtrl      uint64 // the highest controller epoch seen when it did
+	avoidAt        time.Time
 	alive          bool
 	epoch          uint64
 	timeout        time.Duration // the leader's session timeout

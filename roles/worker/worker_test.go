@@ -139,3 +139,36 @@ func TestWorker_OnLeaderAckFiresOncePerNewLeader(t *testing.T) {
 	ack("a", 7)
 	require.Equal(t, []call{{"b", 6}, {"a", 7}}, calls, "the same address at a higher controller epoch is a new leader")
 }
+
+// After its leader's connection failed (a restarted controller resets it),
+// a follower that has not noticed yet still names that leader. The worker
+// does not dial it (a handshake and an unanswered heartbeat); it keeps the
+// follower's connection as a standby and asks again soon. A redirect from a
+// newer term is followed, even to that controller.
+func TestWorker_RedirectToTheControllerThatJustFailedIsNotFollowedUntilANewTerm(t *testing.T) {
+	newW := func() *Worker {
+		return &Worker{cfg: Config{HeartbeatInterval: time.Second, Controllers: []string{"a", "b", "c"}},
+			conn: &wconn{addr: "b", s: nopStream{}}, pending: map[uint64]time.Time{}, standby: map[string]*wconn{},
+			stop: context.Background(), met: newWorkerAgentMetrics(nil), kickT: time.NewTimer(time.Hour),
+			log: slog.New(slog.DiscardHandler), avoid: "a", avoidCtrl: 4, avoidAt: time.Now(), alive: true,
+			dialing: true} // no real dial in this test
+	}
+	w := newW()
+	defer w.kickT.Stop()
+	b := w.conn
+	w.onRedirect(&transport.Redirect{ControllerEpoch: 4, LeaderID: 1, LeaderAddr: "a"})
+	require.Empty(t, w.preferred, "the failed leader is not followed")
+	require.Same(t, b, w.standby["b"], "the follower's connection stays, as a standby")
+
+	w2 := newW()
+	defer w2.kickT.Stop()
+	w2.onRedirect(&transport.Redirect{ControllerEpoch: 5, LeaderID: 1, LeaderAddr: "a"})
+	require.Equal(t, "a", w2.preferred, "elected again in a newer term: followed")
+	require.Empty(t, w2.avoid)
+
+	w3 := newW()
+	defer w3.kickT.Stop()
+	w3.avoidAt = time.Now().Add(-4 * time.Second)
+	w3.onRedirect(&transport.Redirect{ControllerEpoch: 4, LeaderID: 1, LeaderAddr: "a"})
+	require.Equal(t, "a", w3.preferred, "named for longer than an election takes: the fault was ours, follow it")
+}
