@@ -109,7 +109,7 @@ func TestMembership_GrowOneToFiveAndShrinkToThreeUnderWrites(t *testing.T) {
 	}
 	gap := time.Duration(w.maxGap.Load())
 	t.Logf("%d acknowledged writes; longest gap between acknowledged writes %v", len(w.acked), gap)
-	// One election is at most 2s (10 ticks of 100ms, randomized up to 2x).
+	// One election is at most 1.4 s (7 ticks of 100 ms, randomized up to 2x).
 	require.Less(t, gap, 4*time.Second, "unavailability longer than one election")
 }
 

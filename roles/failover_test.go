@@ -18,7 +18,7 @@ import (
 
 // A failover must cost healthy workers nothing. This test keeps the
 // default ratios, scaled down five times: heartbeat 1 s, session timeout
-// 10 s, election timeout 10 ticks of 100 ms. A worker's self-fence margin
+// 10 s, election timeout 7 ticks of 100 ms. A worker's self-fence margin
 // (0.6 x the timeout) must cover detection + election + discovery +
 // resuming at the new leader; with the old 5 s default it did not. The leader is cut
 // off (as by kill -9, SIGSTOP or a partition: it just goes silent) five
@@ -26,8 +26,8 @@ import (
 // may change.
 func TestWorker_RepeatedLeaderLossFencesNoWorkerAtProductionRatios(t *testing.T) {
 	// The defaults, scaled down five times (testcluster ticks every 20 ms
-	// where a controller ticks every 100 ms, 10 ticks an election timeout
-	// in both).
+	// where a controller ticks every 100 ms, the same number of ticks an
+	// election timeout in both).
 	const heartbeat, sessionTimeout = worker.DefaultHeartbeatInterval / 5, transport.DefaultSessionTimeout / 5
 	wc := testcluster.New(t, 3, func(c *controller.Config) { c.SessionTimeout = sessionTimeout })
 	tweak := func(c *worker.Config) { c.HeartbeatInterval = heartbeat }

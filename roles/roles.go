@@ -68,6 +68,9 @@ type Worker = worker.Worker
 // DefaultHeartbeatInterval is how often a worker heartbeats by default.
 const DefaultHeartbeatInterval = worker.DefaultHeartbeatInterval
 
+// DefaultElectionTicks is the controllers' default election timeout, in ticks.
+const DefaultElectionTicks = controller.DefaultElectionTicks
+
 // StartWorker starts a worker agent.
 func StartWorker(cfg WorkerConfig) (*Worker, error) { return worker.Start(cfg) }
 

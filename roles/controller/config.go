@@ -14,6 +14,9 @@ import (
 	"github.com/corral-dev/corral/transport"
 )
 
+// DefaultElectionTicks is the election timeout in ticks when none is set.
+const DefaultElectionTicks = 7
+
 // Config configures one controller: a voter in the metadata quorum
 // that also serves the HTTP API.
 type Config struct {
@@ -56,8 +59,9 @@ type Config struct {
 	// SnapshotCatchUp is how many entries are kept behind a snapshot so a
 	// briefly lagging follower catches up from the log, not a snapshot.
 	SnapshotCatchUp uint64
-	// TickInterval is the raft tick; ElectionTicks and HeartbeatTicks are
-	// counted in ticks.
+	// TickInterval is the raft tick; ElectionTicks (default
+	// DefaultElectionTicks) and HeartbeatTicks (default 1) are counted in
+	// ticks.
 	TickInterval   time.Duration
 	ElectionTicks  int
 	HeartbeatTicks int
@@ -102,7 +106,11 @@ func (c *Config) Defaults() {
 		c.TickInterval = 100 * time.Millisecond
 	}
 	if c.ElectionTicks == 0 {
-		c.ElectionTicks = 10
+		// 0.7 s at the default tick, randomized by raft up to 1.4 s: a
+		// leader's death costs writers about a second (docs/PERFORMANCE.md,
+		// "Failover"), while seven missed heartbeats in a row on a healthy
+		// loaded cluster did not happen in 60 s of 128 writers.
+		c.ElectionTicks = DefaultElectionTicks
 	}
 	if c.HeartbeatTicks == 0 {
 		c.HeartbeatTicks = 1

@@ -20,13 +20,13 @@ func TestConfig_RefusesASessionTimeoutAFailoverDoesNotFit(t *testing.T) {
 		want    string // "" = accepted
 	}{
 		{name: "defaults", timeout: 0, tick: 0},
-		{name: "the minimum for 1 s elections", timeout: 4200 * time.Millisecond, tick: 100 * time.Millisecond},
-		{name: "too short for 1 s elections", timeout: 3 * time.Second, tick: 100 * time.Millisecond,
-			want: "--session-timeout 3s is too short for an election timeout of 1s (10 ticks of --tick-interval 100ms): " +
-				"workers would fence themselves while a new leader is elected. Use --session-timeout 4.2s or more"},
+		{name: "the minimum for 0.7 s elections", timeout: 3 * time.Second, tick: 100 * time.Millisecond},
+		{name: "too short for 0.7 s elections", timeout: 2 * time.Second, tick: 100 * time.Millisecond,
+			want: "--session-timeout 2s is too short for an election timeout of 700ms (7 ticks of --tick-interval 100ms): " +
+				"workers would fence themselves while a new leader is elected. Use --session-timeout 3s or more"},
 		{name: "short elections allow a short timeout", timeout: time.Second, tick: 20 * time.Millisecond},
-		{name: "slow ticks need a longer timeout", timeout: transport.DefaultSessionTimeout, tick: 300 * time.Millisecond,
-			want: "Use --session-timeout 12.2s or more (30s, ten election timeouts, also leaves room for a split vote)"},
+		{name: "slow ticks need a longer timeout", timeout: transport.DefaultSessionTimeout, tick: 400 * time.Millisecond,
+			want: "Use --session-timeout 11.4s or more (28s, ten election timeouts, also leaves room for a split vote)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
