@@ -16,6 +16,7 @@ type controllerMetrics struct {
 	appliedIndex       prometheus.Gauge
 	proposalsCommitted prometheus.Counter
 	proposalsFailed    *prometheus.CounterVec
+	msgsDropped        *prometheus.CounterVec
 	applyDuration      prometheus.Histogram
 	syncDuration       prometheus.Histogram
 	snapshots          prometheus.Counter
@@ -41,6 +42,10 @@ func newControllerMetrics(reg *prometheus.Registry) *controllerMetrics {
 			Name: "corral_raft_applied_index", Help: "Highest log index applied to the state machine."}),
 		proposalsCommitted: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "corral_raft_proposals_committed_total", Help: "Proposals from this controller applied."}),
+		msgsDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "corral_raft_messages_dropped_total",
+			Help: "Raft messages from peers dropped before raft saw them: not a member, a type or content a peer may not send, or leader-only from a non-leader."},
+			[]string{"reason"}),
 		proposalsFailed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "corral_raft_proposals_failed_total", Help: "Proposals from this controller that failed, by reason."},
 			[]string{"reason"}),
@@ -61,7 +66,7 @@ func newControllerMetrics(reg *prometheus.Registry) *controllerMetrics {
 		failureTolerance: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "corral_raft_failure_tolerance", Help: "Voters that may fail now without losing the quorum (0 when unhealthy)."}),
 	}
-	reg.MustRegister(m.voters, m.learners, m.failureTolerance, m.term, m.hasLeader, m.isLeader, m.leaderChanges, m.commitIndex, m.appliedIndex,
+	reg.MustRegister(m.msgsDropped, m.voters, m.learners, m.failureTolerance, m.term, m.hasLeader, m.isLeader, m.leaderChanges, m.commitIndex, m.appliedIndex,
 		m.proposalsCommitted, m.proposalsFailed, m.applyDuration, m.syncDuration, m.snapshots,
 		m.snapshotSize,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

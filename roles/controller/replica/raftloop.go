@@ -53,6 +53,9 @@ func (c *Replica) handleReady(rd raft.Ready) error {
 	// A leader may send its appends while it writes them itself (raft
 	// thesis 10.2.1): followers only count an entry once they persisted it.
 	leader := c.isLeader.Load()
+	if n := len(rd.Entries); n > 0 {
+		c.readyLast.Store(rd.Entries[n-1].GetIndex()) // before anyone can acknowledge them (validate.go)
+	}
 	if leader {
 		c.send(rd.Messages)
 	}
@@ -307,6 +310,14 @@ func (c *Replica) maybeSnapshot() error {
 
 // Process implements transport.Handler.
 func (c *Replica) Process(ctx context.Context, m *pb.Message) error {
+	if reason := c.validate(m); reason != "" {
+		c.met.msgsDropped.WithLabelValues(reason).Inc()
+		if c.drops.due(m.GetFrom(), reason, time.Now()) {
+			c.log.Warn("dropping a raft message this peer may not send", "from", m.GetFrom(),
+				"type", m.GetType().String(), "term", m.GetTerm(), "reason", reason)
+		}
+		return nil // dropped, like a message lost on the network
+	}
 	c.heard.touch(m.GetFrom())
 	if m.GetType() == pb.MsgProp {
 		return c.stepForwarded(m) // never blocks the stream (forward.go)

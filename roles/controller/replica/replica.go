@@ -106,6 +106,8 @@ type Replica struct {
 
 	memberMu  sync.Mutex // one membership change at a time
 	heard     heardTracker
+	readyLast atomic.Uint64 // last index raft handed out in a Ready (validate.go)
+	drops     dropLog
 	confMu    sync.RWMutex
 	confState *pb.ConfState
 	snapIndex uint64 // loop-owned: index of the latest local snapshot
