@@ -48,7 +48,7 @@ func TestMedian(t *testing.T) {
 
 // The kill flags are checked before the bench looks for a cluster, and only go with puts.
 func TestBenchKVRefusesKillsWithReadsOrThatDoNotFit(t *testing.T) {
-	t.Parallel()
+	// Not parallel: run() drives urfave/cli, whose help flag is shared global state.
 	_, _, err := run(t, "bench", "kv", "--endpoints", "http://127.0.0.1:1", "--duration", "20s", "--kill-leader-every", "6s",
 		"--kills", "4", "--ops", "put")
 	require.ErrorContains(t, err, "use --duration 30s or more")

@@ -54,7 +54,7 @@ func TestParseFailover(t *testing.T) {
 
 // The flags are checked with the others, before the bench looks for a cluster.
 func TestBenchWorkersRefusesKillsThatDoNotFit(t *testing.T) {
-	t.Parallel()
+	// Not parallel: run() drives urfave/cli, whose help flag is shared global state.
 	_, _, err := run(t, "bench", "workers", "--endpoints", "http://127.0.0.1:1", "--controllers", "127.0.0.1:1",
 		"--tls-dir", t.TempDir(), "--duration", "30s", "--kill-leader-every", "10s")
 	require.ErrorContains(t, err, "use --duration 40s or more")
