@@ -33,14 +33,12 @@ type fabricHost struct {
 // skips the test where namespaces cannot be made (see newNetnsLab).
 func newNetnsFabric(t *testing.T) *netnsFabric {
 	t.Helper()
-	skipWithoutNetns(t)
+	needNetns(t)
 	pid := os.Getpid()
 	f := &netnsFabric{t: t, tag: fmt.Sprintf("%d", pid%100000), subnet: fmt.Sprintf("10.214.%d", pid%200+20),
 		hosts: map[string]*fabricHost{}}
 	f.hub = "corral-hub-" + f.tag
-	if out, err := exec.Command("ip", "netns", "add", f.hub).CombinedOutput(); err != nil {
-		t.Skipf("skipping: ip netns add is not permitted here: %v: %s", err, out)
-	}
+	addNetns(t, f.hub)
 	rootIF := "crfr" + f.tag
 	t.Cleanup(func() {
 		for _, h := range f.hosts {
@@ -59,15 +57,28 @@ func newNetnsFabric(t *testing.T) *netnsFabric {
 	return f
 }
 
-// skipWithoutNetns skips the test when this machine cannot make network
-// namespaces (not root, or no ip tool).
-func skipWithoutNetns(t *testing.T) {
+// needNetns stops a test that needs network namespaces where it cannot
+// have them: it fails with what to do (a skipped test proves nothing, and
+// .ci/run runs as root with iproute2), or skips under -short.
+func needNetns(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("skipping: creating a network namespace needs root (ip netns add)")
+	switch {
+	case testing.Short():
+		t.Skip("network-namespace test: skipped under -short (it needs root and iproute2)")
+	case os.Geteuid() != 0:
+		t.Fatal("this test creates network namespaces: run it as root (./.ci/run does), or use -short to skip it")
 	}
 	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("skipping: the ip tool (iproute2) is not installed")
+		t.Fatal("this test needs the ip tool: apt-get install -y iproute2 (./.ci/run does), or use -short to skip it")
+	}
+}
+
+// addNetns creates namespace ns, or fails saying why it could not.
+func addNetns(t *testing.T, ns string) {
+	t.Helper()
+	if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add %s is not permitted here (%v: %s); run as root outside a sandbox that forbids it, "+
+			"or use -short to skip network-namespace tests", ns, err, out)
 	}
 }
 

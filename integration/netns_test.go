@@ -29,24 +29,16 @@ func sh(t *testing.T, args ...string) {
 	require.NoError(t, err, "%s: %s", strings.Join(args, " "), out)
 }
 
-// newNetnsLab creates the namespace and the link, or skips the test when
-// this machine does not allow network namespaces (not root, no ip tool, or
-// a sandbox that forbids it).
+// newNetnsLab creates the namespace and the link (see needNetns for a
+// machine that cannot).
 func newNetnsLab(t *testing.T) *netnsLab {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("skipping: creating a network namespace needs root (ip netns add)")
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("skipping: the ip tool (iproute2) is not installed")
-	}
+	needNetns(t)
 	n := os.Getpid()%200 + 20
 	lab := &netnsLab{t: t, ns: fmt.Sprintf("corral-it-%d", os.Getpid()),
 		hostIF: fmt.Sprintf("crlh%d", os.Getpid()%100000), nsIF: fmt.Sprintf("crln%d", os.Getpid()%100000),
 		hostIP: fmt.Sprintf("10.213.%d.1", n), nsIP: fmt.Sprintf("10.213.%d.2", n)}
-	if out, err := exec.Command("ip", "netns", "add", lab.ns).CombinedOutput(); err != nil {
-		t.Skipf("skipping: ip netns add is not permitted here: %v: %s", err, out)
-	}
+	addNetns(t, lab.ns)
 	t.Cleanup(func() {
 		_ = exec.Command("ip", "link", "del", lab.hostIF).Run()
 		_ = exec.Command("ip", "netns", "del", lab.ns).Run()

@@ -168,6 +168,28 @@ func UnmarshalCommand(b []byte) (*Command, error) {
 	return c, nil
 }
 
+// CheckApplicable reports, from the envelope header alone, whether Apply
+// would stop on b: an unknown format version, or an op this binary does not
+// know and may not ignore (ErrUnsupportedVersion, ErrUnknownOp). Any other
+// flaw is reported by Apply as the command's own error, so such an entry is
+// harmless in the log; one that fails here would halt every replica that
+// applies it. It reads two bytes and allocates nothing: the leader runs it
+// on every forwarded proposal.
+func CheckApplicable(b []byte) error {
+	switch {
+	case len(b) == 0:
+		return fmt.Errorf("check command: %w: empty", ErrMalformed)
+	case b[0] != CommandFormatV1:
+		return fmt.Errorf("check command: %w: command format %d (this binary reads %d)", ErrUnsupportedVersion, b[0], CommandFormatV1)
+	case len(b) < 2:
+		return fmt.Errorf("check command op: %w: no op", ErrMalformed)
+	}
+	if op := Op(b[1]); !isKVOp(op) && !op.Ignorable() {
+		return fmt.Errorf("%w %d (not ignorable; this binary is older than the log)", ErrUnknownOp, uint8(op))
+	}
+	return nil
+}
+
 // decodeCommand is UnmarshalCommand that also returns the request id as soon
 // as the envelope header decoded, so Apply can hand an error for an unknown
 // op back to the proposer's waiter.

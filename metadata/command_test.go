@@ -2,6 +2,7 @@ package metadata
 
 import (
 	"bytes"
+	"errors"
 	"math"
 	"testing"
 
@@ -134,4 +135,36 @@ func FuzzUnmarshalCommand(f *testing.F) {
 		s := New()
 		_, _ = s.Apply(1, b)
 	})
+}
+
+// CheckApplicable refuses everything that would stop Apply: whenever Apply
+// on b stops with ErrUnknownOp or ErrUnsupportedVersion, CheckApplicable
+// refused b first. (It may refuse more: a malformed envelope is dropped
+// too, which costs nothing.)
+func FuzzCheckApplicable(f *testing.F) {
+	for _, c := range sampleCommands() {
+		f.Add(c.Marshal())
+	}
+	f.Add([]byte{1, 0x63, 0, 0})
+	f.Add([]byte{2, 1, 1, 0})
+	f.Add([]byte{1})
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		checkErr := CheckApplicable(b)
+		_, res := New().Apply(1, b)
+		halts := errors.Is(res.Err, ErrUnknownOp) || errors.Is(res.Err, ErrUnsupportedVersion)
+		if halts && checkErr == nil {
+			t.Fatalf("Apply halts on %x (%v) but CheckApplicable accepted it", b, res.Err)
+		}
+	})
+}
+
+// Every command this binary writes passes the check.
+func TestCheckApplicableAcceptsEveryKnownCommand(t *testing.T) {
+	for _, c := range sampleCommands() {
+		require.NoError(t, CheckApplicable(c.Marshal()), c.Op.String())
+	}
+	require.ErrorIs(t, CheckApplicable([]byte{CommandFormatV1 + 1, byte(OpPut)}), ErrUnsupportedVersion)
+	require.ErrorIs(t, CheckApplicable([]byte{CommandFormatV1, 0x63, 0, 0}), ErrUnknownOp)
+	require.ErrorIs(t, CheckApplicable(nil), ErrMalformed)
 }

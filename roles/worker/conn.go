@@ -300,7 +300,7 @@ func (w *Worker) write(c *wconn, m transport.WorkerMessage) {
 			return
 		}
 		w.log.Info("connection to controller failed", "controller", c.addr, "err", err)
-		w.avoid, w.avoidCtrl, w.avoidAt = c.addr, w.highestCtrl, time.Now()
+		w.setAvoid(c.addr, time.Now())
 		w.dropConn()
 		w.kick(w.retryShort())
 		return
@@ -308,8 +308,15 @@ func (w *Worker) write(c *wconn, m transport.WorkerMessage) {
 	c.fresh = false
 }
 
-// dropConn closes the connection (and any probe) and forgets what was in
-// flight on it.
+// setAvoid records that the controller at addr just failed the session:
+// it is tried last, and a redirect naming it in no newer a term is not
+// followed for a while (onRedirect).
+func (w *Worker) setAvoid(addr string, now time.Time) {
+	w.avoid, w.avoidCtrl, w.avoidAt = addr, w.highestCtrl, now
+}
+
+// dropConn closes the connection, parks any probe as a standby, and
+// forgets what was in flight.
 func (w *Worker) dropConn() {
 	w.parkProbe() // the probe's controller did nothing wrong
 	if w.conn != nil {
@@ -374,7 +381,7 @@ func (w *Worker) promoteProbe() {
 	old := w.conn
 	w.log.Info("switching to the controller that answered", "from", old.addr, "to", w.probe.addr)
 	_ = old.s.Close()
-	w.avoid, w.avoidCtrl, w.avoidAt = old.addr, w.highestCtrl, time.Now()
+	w.setAvoid(old.addr, time.Now())
 	w.conn, w.probe = w.probe, nil
 	w.probeReask, w.probeTries = time.Time{}, 0
 }

@@ -144,7 +144,7 @@ func (w *Worker) onInbound(in inbound) {
 		if w.stop.Err() == nil {
 			w.log.Info("connection to controller lost", "controller", c.addr, "err", in.err)
 		}
-		w.avoid, w.avoidCtrl, w.avoidAt = c.addr, w.highestCtrl, time.Now()
+		w.setAvoid(c.addr, time.Now())
 		w.dropConn()
 		w.kick(w.retryShort())
 		return
@@ -354,7 +354,7 @@ func (w *Worker) onFenceTimer(now time.Time) {
 	// Register again: on the same connection if it still brings answers
 	// (the leader may just be slow), else wherever a leader answers.
 	if w.conn != nil && now.Sub(w.conn.lastRecv) > w.cfg.HeartbeatInterval {
-		w.avoid, w.avoidCtrl, w.avoidAt = w.conn.addr, w.highestCtrl, now
+		w.setAvoid(w.conn.addr, now)
 		w.dropConn()
 		w.connect()
 		return

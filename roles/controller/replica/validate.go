@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"slices"
 	"sync"
 
 	"time"
@@ -43,7 +44,8 @@ func (c *Replica) validate(m *pb.Message) string {
 	// A node that knows no configuration yet (joining with an empty data
 	// dir) learns it from the leader's messages: it takes them from any
 	// authenticated peer.
-	if voters, learners := c.members(); len(voters) > 0 && !voters[from] && !learners[from] {
+	if cs := c.currentConfState(); len(cs.GetVoters()) > 0 &&
+		!slices.Contains(cs.GetVoters(), from) && !slices.Contains(cs.GetLearners(), from) {
 		return dropNotMember
 	}
 	// Raft takes a message with no term for a local one (an append with
@@ -68,7 +70,7 @@ func (c *Replica) validate(m *pb.Message) string {
 			// or format halts apply, by design, so that an old binary never
 			// skips a newer one's entry) would stop the whole cluster once
 			// committed: it never gets into the log.
-			if _, err := metadata.UnmarshalCommand(e.GetData()); err != nil {
+			if metadata.CheckApplicable(e.GetData()) != nil {
 				return dropBadCommand
 			}
 		}
@@ -95,12 +97,12 @@ func (c *Replica) validate(m *pb.Message) string {
 		}
 		return c.fromLeader(m)
 	case pb.MsgHeartbeat:
-		if m.GetCommit() > c.knownLast() {
+		if !c.withinLog(m.GetCommit()) {
 			return dropPastLog // raft would panic: commit beyond the log
 		}
 		return c.fromLeader(m)
 	case pb.MsgAppResp:
-		if !m.GetReject() && m.GetIndex() > c.knownLast() {
+		if !m.GetReject() && !c.withinLog(m.GetIndex()) {
 			return dropPastLog // an ack for entries this leader never sent
 		}
 		return ""
@@ -148,15 +150,16 @@ func entriesFollow(m *pb.Message) bool {
 	return true
 }
 
-// knownLast is the highest log index this node has: written to its store,
-// or handed out by raft in a Ready (a leader sends appends while it writes
-// them, so an acknowledgement can arrive first).
-func (c *Replica) knownLast() uint64 {
-	last, err := c.store.LastIndex()
-	if err != nil {
-		last = 0
+// withinLog reports whether index is in this node's log: handed out by
+// raft in a Ready (a leader sends appends while it writes them, so an
+// acknowledgement can arrive first), or written to its store (after a
+// restart, before the first Ready). The store is asked only past the first.
+func (c *Replica) withinLog(index uint64) bool {
+	if index <= c.readyLast.Load() {
+		return true
 	}
-	return max(last, c.readyLast.Load())
+	last, err := c.store.LastIndex()
+	return err == nil && index <= last
 }
 
 // dropLog remembers when it last logged each peer's drops for each reason.

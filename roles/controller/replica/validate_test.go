@@ -2,6 +2,7 @@ package replica
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	pb "go.etcd.io/raft/v3/raftpb"
@@ -93,4 +94,19 @@ func TestValidate_DropsWhatAPeerMayNotSend(t *testing.T) {
 	joining := &Replica{cfg: Config{NodeID: 1}, store: store}
 	joining.setConfState(&pb.ConfState{})
 	require.Empty(t, joining.validate(msg(pb.MsgHeartbeat, 9, 5)))
+}
+
+// Drops are logged once a minute per peer and reason, whatever their rate.
+func TestDropLog_OncePerMinutePerPeerAndReason(t *testing.T) {
+	var d dropLog
+	t0 := time.Now()
+	require.True(t, d.due(3, dropPastLog, t0))
+	require.False(t, d.due(3, dropPastLog, t0.Add(59*time.Second)))
+	require.True(t, d.due(3, dropNotLeader, t0), "another reason")
+	require.True(t, d.due(4, dropPastLog, t0), "another peer")
+	require.True(t, d.due(3, dropPastLog, t0.Add(time.Minute)))
+	for id := range uint64(2000) { // a flood of ids stays bounded
+		d.due(100+id, dropPastLog, t0)
+	}
+	require.LessOrEqual(t, len(d.last), 1025)
 }
