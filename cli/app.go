@@ -23,6 +23,7 @@ func App() *cli.App {
 			kvCommand(),
 			statusCommand(),
 			certsCommand(),
+			tokenCommand(), // token.go
 			benchCommand(),
 			controllerCommand(),
 			snapshotCommand(),

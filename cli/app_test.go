@@ -2,9 +2,14 @@ package cli
 
 import (
 	"bytes"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +17,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/corral-dev/corral/roles"
+	"github.com/corral-dev/corral/transport"
 )
 
 // run executes the App in-process like main does and returns stdout, stderr and the error main would turn into
@@ -85,7 +91,21 @@ func TestUsageErrors(t *testing.T) {
 		{"status args", []string{"status", "x"}, "takes no arguments"},
 		{"certs without command", []string{"certs"}, "missing command"},
 		{"certs no dir", []string{"certs", "create"}, "missing --dir"},
-		{"certs no hosts", []string{"certs", "create", "--dir", "x", "--hosts", ","}, "--hosts is empty"},
+		{"certs no hosts", []string{"certs", "create", "--dir", "x", "--id", "1", "--hosts", ","}, "--hosts is empty"},
+		{"certs create no id", []string{"certs", "create", "--dir", "x"}, "missing --id"},
+		{"certs revoke nothing", []string{"certs", "revoke"}, "say what to revoke"},
+		{"certs revoke both", []string{"certs", "revoke", "--worker", "w1", "1f"}, "say what to revoke"},
+		{"certs revoke bad serial", []string{"certs", "revoke", "xyz"}, `serial "xyz": want a certificate's serial number in hex`},
+		{"certs revoke bad cert", []string{"certs", "revoke", "--cert", "/dev/null"}, "holds no PEM certificate"},
+		{"certs revoke serial and cert", []string{"certs", "revoke", "--cert", "x.pem", "1f"}, "not both"},
+		{"certs revoke flags after serial", []string{"certs", "revoke", "1f", "--worker", "w1"}, "flags go before SERIAL"},
+		{"certs revoked args", []string{"certs", "revoked", "x"}, "takes no arguments"},
+		{"certs create bad role", []string{"certs", "create", "--dir", "x", "--role", "admin", "--id", "1"}, `--role "admin": want controller or worker`},
+		{"certs ca no dir", []string{"certs", "ca"}, "missing --dir"},
+		{"certs ca bad cluster", []string{"certs", "ca", "--dir", "x", "--cluster", "Prod!"}, `cluster name "Prod!"`},
+		{"certs issue no ca", []string{"certs", "issue", "--out", "x", "--id", "1"}, "missing --ca-dir"},
+		{"certs issue no out", []string{"certs", "issue", "--ca-dir", "x", "--id", "1"}, "missing --out"},
+		{"certs issue no role", []string{"certs", "issue", "--ca-dir", "x", "--out", "y", "--id", "1"}, `--role "": want controller or worker`},
 		{"bench without command", []string{"bench"}, "missing command"},
 		{"bench clients", []string{"bench", "kv", "--clients", "0"}, "--clients must be between 1 and 10000"},
 		{"bench duration", []string{"bench", "kv", "--duration", "0s"}, "--duration must be positive"},
@@ -119,6 +139,11 @@ func TestUsageErrors(t *testing.T) {
 		{"run zero snapshots", validRun(map[string]string{"snapshot-every": "0"}), "--snapshot-every must be positive"},
 		{"run zero tick", validRun(map[string]string{"tick-interval": "0s"}), "--tick-interval must be positive"},
 		{"run zero request timeout", validRun(map[string]string{"request-timeout": "0s"}), "--request-timeout must be positive"},
+		{"run bad metrics addr", validRun(map[string]string{"metrics-addr": "9090"}), `bad --metrics-addr "9090"`},
+		{"run metrics addr is http addr", validRun(map[string]string{"metrics-addr": "127.0.0.1:8082"}), "--metrics-addr 127.0.0.1:8082 is also --http-addr"},
+		{"run empty metrics token file", validRun(map[string]string{"metrics-token-file": os.DevNull}), "--metrics-token-file: metrics token file " + os.DevNull + " is empty"},
+		{"run unreadable metrics token file", validRun(map[string]string{"metrics-token-file": "/nonexistent/corral-metrics-token"}), "--metrics-token-file: read metrics token file"},
+		{"combined empty metrics token file", validRun(map[string]string{"role": "combined", "metrics-token-file": os.DevNull}), "metrics token file " + os.DevNull + " is empty"},
 		{"run extra args", append(validRun(nil), "extra"), "takes no arguments"},
 		{"dev extra args", []string{"dev", "extra"}, "takes no arguments"},
 	}
@@ -266,11 +291,172 @@ func TestStatusFromFollower(t *testing.T) {
 
 func TestCertsCreate(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "tls")
-	out, _, err := run(t, "certs", "create", "--dir", dir, "--hosts", "127.0.0.1,localhost")
+	out, _, err := run(t, "certs", "create", "--dir", dir, "--id", "1", "--hosts", "127.0.0.1,localhost")
 	require.NoError(t, err)
 	require.Contains(t, out, dir)
 	for _, f := range []string{"ca.pem", "ca-key.pem", "node.pem", "node-key.pem"} {
 		_, err := os.Stat(filepath.Join(dir, f))
 		require.NoError(t, err, f)
 	}
+	b, err := transport.LoadTLSDir(dir)
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), b.Self.NodeID())
+}
+
+// The production flow: the CA is made once, each node gets only its own
+// certificate and the CA certificate, never the CA key.
+func TestCertsCAAndIssue(t *testing.T) {
+	root := t.TempDir()
+	ca := filepath.Join(root, "ca")
+	out, _, err := run(t, "certs", "ca", "--dir", ca, "--cluster", "prod")
+	require.NoError(t, err)
+	require.Contains(t, out, "keep ca-key.pem off workers")
+	_, _, err = run(t, "certs", "ca", "--dir", ca, "--cluster", "prod")
+	require.ErrorContains(t, err, "already exists: a CA is made once per cluster")
+
+	for _, tc := range []struct{ role, id, want string }{
+		{"controller", "2", "corral://prod/controller/2"},
+		{"worker", "w-1", "corral://prod/worker/w-1"},
+	} {
+		dir := filepath.Join(root, tc.role+"-"+tc.id)
+		out, _, err := run(t, "certs", "issue", "--ca-dir", ca, "--role", tc.role, "--id", tc.id, "--out", dir)
+		require.NoError(t, err)
+		require.Contains(t, out, tc.want)
+		_, err = os.Stat(filepath.Join(dir, "ca-key.pem"))
+		require.ErrorIs(t, err, os.ErrNotExist, "the CA key was copied to a node")
+		b, err := transport.LoadTLSDir(dir)
+		require.NoError(t, err)
+		require.Equal(t, tc.want, b.Self.String())
+	}
+	for _, bad := range [][]string{
+		{"--role", "controller", "--id", "0"},
+		{"--role", "controller", "--id", "02"},
+		{"--role", "worker", "--id", "bad id"},
+	} {
+		dir := filepath.Join(root, "bad")
+		_, _, err := run(t, append([]string{"certs", "issue", "--ca-dir", ca, "--out", dir}, bad...)...)
+		require.Error(t, err, bad)
+		_, statErr := os.Stat(dir)
+		require.ErrorIs(t, statErr, os.ErrNotExist, "a refused issue wrote files")
+	}
+}
+
+// parseRun parses a `corral run` command line into the ControllerConfig it gives, without starting anything.
+func parseRun(t *testing.T, args []string) (roles.ControllerConfig, error) {
+	t.Helper()
+	var got roles.ControllerConfig
+	var parseErr error
+	app := App()
+	app.Writer, app.ErrWriter = &bytes.Buffer{}, &bytes.Buffer{}
+	for _, cmd := range app.Commands {
+		if cmd.Name == "run" {
+			cmd.Action = func(c *cli.Context) error {
+				got, parseErr = controllerConfig(c)
+				return nil
+			}
+		}
+	}
+	require.NoError(t, app.Run(append([]string{"corral"}, args...)))
+	return got, parseErr
+}
+
+// TestControllerConfigMetrics checks that --metrics-addr and --metrics-token-file (or their environment variables)
+// reach the controller's config, and that neither is set by default (/metrics stays open on the API port).
+func TestControllerConfigMetrics(t *testing.T) {
+	got, err := parseRun(t, validRun(nil))
+	require.NoError(t, err)
+	require.Empty(t, got.MetricsAddr)
+	require.Empty(t, got.MetricsTokenFile)
+
+	got, err = parseRun(t, validRun(map[string]string{"metrics-addr": "0.0.0.0:9090", "metrics-token-file": "/etc/corral/metrics-token"}))
+	require.NoError(t, err)
+	require.Equal(t, "0.0.0.0:9090", got.MetricsAddr)
+	require.Equal(t, "/etc/corral/metrics-token", got.MetricsTokenFile)
+	require.Equal(t, "127.0.0.1:8082", got.HTTPAddr, "the API address is unchanged")
+
+	t.Setenv("CORRAL_METRICS_ADDR", "127.0.0.1:9091")
+	t.Setenv("CORRAL_METRICS_TOKEN_FILE", "/run/secrets/metrics")
+	got, err = parseRun(t, validRun(map[string]string{"role": "combined"}))
+	require.NoError(t, err)
+	require.Equal(t, "127.0.0.1:9091", got.MetricsAddr)
+	require.Equal(t, "/run/secrets/metrics", got.MetricsTokenFile)
+}
+
+// syncBuffer is a bytes.Buffer a controller's goroutines may log to while the test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestMetricsListenerOfController starts a real controller from `corral run` flags with --metrics-addr and
+// --metrics-token-file and scrapes it as Prometheus would.
+func TestMetricsListenerOfController(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a controller")
+	}
+	dir := t.TempDir()
+	tlsDir := filepath.Join(dir, "tls")
+	require.NoError(t, transport.CreateCerts(tlsDir, transport.RoleController, "1", []string{"127.0.0.1", "localhost"}))
+	tokenFile := filepath.Join(dir, "metrics-token")
+	require.NoError(t, os.WriteFile(tokenFile, []byte("scrape-secret\n"), 0o600))
+	cfg, err := parseRun(t, []string{"run", "--role=controller", "--node-id=1", "--data-dir=" + filepath.Join(dir, "data"),
+		"--http-addr=127.0.0.1:0", "--controllers=1@127.0.0.1:0", "--tls-dir=" + tlsDir,
+		"--metrics-addr=127.0.0.1:0", "--metrics-token-file=" + tokenFile})
+	require.NoError(t, err)
+	var logs syncBuffer
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	ctrl, err := roles.StartController(cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ctrl.Close() })
+
+	metricsAddr := ctrl.MetricsAddr()
+	require.NotEmpty(t, metricsAddr)
+	require.NotEqual(t, ctrl.HTTPAddr(), metricsAddr)
+	require.Contains(t, logs.String(), "metrics_addr="+metricsAddr, "the 'controller started' line names the metrics listener")
+
+	scrape := func(url, token string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodGet, url, nil)
+		require.NoError(t, err)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(b)
+	}
+	code, body := scrape("http://"+metricsAddr+"/metrics", "")
+	require.Equal(t, http.StatusUnauthorized, code, body)
+	require.Contains(t, body, `"code":"unauthorized"`)
+	require.Contains(t, body, "credentials_file")
+	code, body = scrape("http://"+metricsAddr+"/metrics", "wrong")
+	require.Equal(t, http.StatusUnauthorized, code, body)
+	code, body = scrape("http://"+metricsAddr+"/metrics", "scrape-secret")
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, "\ncorral_")
+	code, body = scrape("http://"+ctrl.HTTPAddr()+"/metrics", "scrape-secret")
+	require.Equal(t, http.StatusNotFound, code, body)
+	require.Contains(t, body, `"code":"metrics_moved"`)
+	require.Contains(t, body, "http://"+metricsAddr+"/metrics")
+	code, body = scrape("http://"+metricsAddr+"/healthz", "")
+	require.Equal(t, http.StatusOK, code, body)
+
+	require.NoError(t, ctrl.Close())
+	_, err = net.DialTimeout("tcp", metricsAddr, time.Second)
+	require.Error(t, err, "the metrics listener outlived the controller")
 }

@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"unicode"
@@ -26,6 +28,8 @@ func clientFlags() []cli.Flag {
 			Usage: "API bearer token (the content of the controllers' --api-token-file)"},
 		&cli.DurationFlag{Name: "timeout", Value: client.DefaultTimeout, EnvVars: envVars("timeout"),
 			Usage: "time limit of each request, failover included"},
+		&cli.StringFlag{Name: "cacert", EnvVars: envVars("cacert"),
+			Usage: "PEM file of the CA that https:// endpoints' certificates chain to (e.g. the cluster's ca.pem)"},
 	}
 }
 
@@ -38,8 +42,19 @@ func newClient(c *cli.Context) (*client.Client, error) {
 	if c.Duration("timeout") <= 0 {
 		return nil, fmt.Errorf("--timeout must be positive, got %s", c.Duration("timeout"))
 	}
-	cl, err := client.New(client.Config{Endpoints: eps, Token: c.String("token"), Timeout: c.Duration("timeout")})
+	var caPEM []byte
+	if f := c.String("cacert"); f != "" {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("read --cacert: %w", err)
+		}
+		caPEM = b
+	}
+	cl, err := client.New(client.Config{Endpoints: eps, Token: c.String("token"), Timeout: c.Duration("timeout"), CACert: caPEM})
 	if err != nil {
+		if errors.Is(err, client.ErrBadCACert) {
+			return nil, fmt.Errorf("bad --cacert %s: no PEM certificate in it", c.String("cacert"))
+		}
 		return nil, fmt.Errorf("bad --endpoints: %w", err)
 	}
 	return cl, nil
@@ -52,7 +67,15 @@ func explain(op string, err error) error {
 	}
 	var hint string
 	var dial *net.OpError
+	var unknownCA x509.UnknownAuthorityError
+	var badHost x509.HostnameError
 	switch {
+	case errors.As(err, &unknownCA):
+		hint = "the controller's HTTPS certificate is not signed by a CA this command trusts: pass --cacert with the CA that signed --http-tls-cert (e.g. the cluster's ca.pem)"
+	case errors.As(err, &badHost):
+		hint = "the controller's HTTPS certificate does not name the host in --endpoints: use a name it lists, or re-issue it with that host in --hosts"
+	case strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
+		hint = "that controller serves plain HTTP: use an http:// endpoint"
 	case errors.Is(err, client.ErrUnauthorized):
 		hint = "pass the API token with --token or CORRAL_TOKEN"
 	case errors.Is(err, client.ErrNoLeader), errors.Is(err, client.ErrNotReady):

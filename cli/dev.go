@@ -51,7 +51,7 @@ func devAction(c *cli.Context) error {
 		}()
 	}
 	tlsDir := filepath.Join(dataDir, "tls")
-	if err := transport.CreateCerts(tlsDir, []string{"127.0.0.1", "localhost"}); err != nil {
+	if err := transport.CreateCerts(tlsDir, transport.RoleController, "1", []string{"127.0.0.1", "localhost"}); err != nil {
 		return fmt.Errorf("create dev certificates: %w", err)
 	}
 	clusterAddr := c.String("cluster-addr")

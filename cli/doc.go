@@ -7,7 +7,11 @@
 //   - corral kv put, get, del, ls: read and write keys in the metadata store (put --prev-revision is
 //     compare-and-set, --lease makes a key ephemeral).
 //   - corral status: the cluster id, the leader and each controller's replication progress.
-//   - corral certs create: a CA and a node certificate for the controllers' mutual TLS.
+//   - corral certs ca, issue, create, revoke, revoked: the cluster CA; one certificate per node naming its role and
+//     id; the development shortcut that puts a CA and a node certificate in one directory; and the replicated
+//     deny-list of certificates.
+//   - corral token create, list, revoke: join tokens, which a new worker trades (corral run --join-token) for a
+//     certificate signed by a controller started with --ca-dir.
 //   - corral bench kv, lock, watch, lease, workers, schedule: measure a running cluster (package cli/bench).
 //   - corral controller list, add, remove, transfer-leader, recover: manage the controller quorum; recover is
 //     disaster recovery of a stopped controller.

@@ -544,7 +544,7 @@ func TestJobCommandsAgainstController(t *testing.T) {
 	}
 	dir := t.TempDir()
 	tlsDir := filepath.Join(dir, "tls")
-	require.NoError(t, transport.CreateCerts(tlsDir, []string{"127.0.0.1", "localhost"}))
+	require.NoError(t, transport.CreateCerts(tlsDir, transport.RoleController, "1", []string{"127.0.0.1", "localhost"}))
 	ctrl, err := roles.StartController(roles.ControllerConfig{
 		NodeID: 1, DataDir: filepath.Join(dir, "data"), ClusterAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0",
 		Peers: map[uint64]string{1: "127.0.0.1:0"}, TLSDir: tlsDir,

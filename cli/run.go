@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"strconv"
@@ -23,7 +24,8 @@ func runCommand() *cli.Command {
 			"   corral run --role controller --node-id 1 --data-dir /var/lib/corral \\\n" +
 			"     --http-addr 127.0.0.1:8080 --tls-dir /var/lib/corral/tls \\\n" +
 			"     --controllers 1@10.0.0.1:7001,2@10.0.0.2:7001,3@10.0.0.3:7001\n" +
-			"Create --tls-dir with 'corral certs create'. Stops cleanly on SIGINT or SIGTERM.",
+			"Issue --tls-dir with 'corral certs issue --role controller --id N' (or 'corral certs create' for a test machine). Stops cleanly on SIGINT or SIGTERM; " +
+			"SIGHUP reloads --tls-dir (certificate rotation: new connections use the new files, existing ones stay up).",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "role", EnvVars: envVars("role"),
 				Usage: "controller, worker or combined (a controller and a worker in one process: for development and very small clusters)"},
@@ -42,13 +44,23 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "token", EnvVars: envVars("token"),
 				Usage: "API token for the --join endpoints"},
 			&cli.StringFlag{Name: "tls-dir", EnvVars: envVars("tls-dir"),
-				Usage: "directory with ca.pem, node.pem and node-key.pem (see 'corral certs create')"},
+				Usage: "directory with ca.pem, node.pem and node-key.pem issued for this node ('corral certs issue'); reloaded on SIGHUP"},
+			&cli.StringFlag{Name: "ca-dir", EnvVars: envVars("ca-dir"),
+				Usage: "controller: directory with the cluster CA (ca.pem, ca-key.pem) to sign the certificates of workers that join with a token ('corral token create'); without it, join requests are refused"},
 			&cli.StringFlag{Name: "cluster-id", EnvVars: envVars("cluster-id"),
 				Usage: "expected cluster id; refuses a data dir that belongs to another cluster"},
 			&cli.StringFlag{Name: "api-token-file", EnvVars: envVars("api-token-file"),
 				Usage: "file holding the bearer token every API request must carry"},
 			&cli.BoolFlag{Name: "http-insecure", EnvVars: envVars("http-insecure"),
-				Usage: "allow serving the API on a non-loopback address without a token"},
+				Usage: "allow serving the API on a non-loopback address in plain HTTP or without a token"},
+			&cli.StringFlag{Name: "http-tls-cert", EnvVars: envVars("http-tls-cert"),
+				Usage: "PEM certificate to serve the API and metrics over HTTPS (the node's node.pem will do); reloaded when the file changes"},
+			&cli.StringFlag{Name: "http-tls-key", EnvVars: envVars("http-tls-key"),
+				Usage: "PEM key of --http-tls-cert"},
+			&cli.StringFlag{Name: "metrics-addr", EnvVars: envVars("metrics-addr"),
+				Usage: "HOST:PORT to serve GET /metrics (and /healthz, /readyz) on instead of the API port, which then answers /metrics with 404"},
+			&cli.StringFlag{Name: "metrics-token-file", EnvVars: envVars("metrics-token-file"),
+				Usage: "file holding the bearer token GET /metrics must carry (the API token is accepted too); default: /metrics is open"},
 			&cli.BoolFlag{Name: "enable-pprof", EnvVars: envVars("enable-pprof"),
 				Usage: "serve Go runtime profiles under /debug/pprof/ on the API (behind the token)"},
 			&cli.Uint64Flag{Name: "snapshot-every", Value: 10000, EnvVars: envVars("snapshot-every"),
@@ -116,12 +128,24 @@ func controllerConfig(c *cli.Context) (roles.ControllerConfig, error) {
 	}
 	cfg.TLSDir = c.String("tls-dir")
 	if cfg.TLSDir == "" {
-		return cfg, errors.New("missing --tls-dir: create one with 'corral certs create --dir DIR --hosts 127.0.0.1,localhost'")
+		return cfg, errors.New("missing --tls-dir: issue one with 'corral certs issue --ca-dir CA --role controller --id N --out DIR' (or 'corral certs create --dir DIR --id N' on a test machine)")
 	}
+	if c.String("join-token") != "" || c.String("ca-cert") != "" {
+		return cfg, errors.New("--join-token and --ca-cert are for --role=worker: a controller (or combined node) runs with --tls-dir; give --ca-dir to let it sign joining workers' certificates")
+	}
+	cfg.CADir = c.String("ca-dir")
 	cfg.ClusterAddr = c.String("cluster-addr")
 	cfg.ClusterID = c.String("cluster-id")
 	cfg.APITokenFile = c.String("api-token-file")
 	cfg.HTTPInsecure = c.Bool("http-insecure")
+	cfg.HTTPTLSCert, cfg.HTTPTLSKey = c.String("http-tls-cert"), c.String("http-tls-key")
+	cfg.MetricsAddr = c.String("metrics-addr")
+	if cfg.MetricsAddr != "" {
+		if _, _, err := net.SplitHostPort(cfg.MetricsAddr); err != nil {
+			return cfg, fmt.Errorf("bad --metrics-addr %q: want HOST:PORT for the metrics listener, e.g. --metrics-addr 127.0.0.1:9090", cfg.MetricsAddr)
+		}
+	}
+	cfg.MetricsTokenFile = c.String("metrics-token-file") // read (and checked) when the controller starts
 	cfg.EnablePprof = c.Bool("enable-pprof")
 	cfg.SnapshotEvery = c.Uint64("snapshot-every")
 	if cfg.SnapshotEvery == 0 {
@@ -151,7 +175,10 @@ func runAction(c *cli.Context) error {
 		}
 		ctx, stop := signalContext(c.Context)
 		defer stop()
-		if err := roles.RunWorker(ctx, wcfg); err != nil {
+		wcfg.JoinContext = ctx // a join in progress ends on SIGINT or SIGTERM
+		reload, stopHangups := hangupReloads()
+		defer stopHangups()
+		if err := roles.RunWorker(ctx, wcfg, roles.ReloadTLSOn(reload)); err != nil {
 			return fmt.Errorf("worker: %w", err)
 		}
 		return nil
@@ -162,17 +189,19 @@ func runAction(c *cli.Context) error {
 	}
 	ctx, stop := signalContext(c.Context)
 	defer stop()
+	reload, stopHangups := hangupReloads()
+	defer stopHangups()
 	if c.String("role") == "combined" {
 		wcfg, err := workerConfig(c, true)
 		if err != nil {
 			return err
 		}
-		if err := roles.RunCombined(ctx, cfg, wcfg); err != nil {
+		if err := roles.RunCombined(ctx, cfg, wcfg, roles.ReloadTLSOn(reload)); err != nil {
 			return fmt.Errorf("combined node %d: %w", cfg.NodeID, err)
 		}
 		return nil
 	}
-	if err := roles.RunController(ctx, cfg); err != nil {
+	if err := roles.RunController(ctx, cfg, roles.ReloadTLSOn(reload)); err != nil {
 		return fmt.Errorf("controller %d: %w", cfg.NodeID, err)
 	}
 	return nil
@@ -184,4 +213,46 @@ func signalContext(parent context.Context) (context.Context, context.CancelFunc)
 		parent = context.Background()
 	}
 	return signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+}
+
+// hangupReloads asks for a TLS reload (the returned channel delivers) on
+// every SIGHUP until stop is called. It takes SIGHUP over at once, so a
+// hangup while the node starts is a reload request, not the end of the
+// process; SIGINT and SIGTERM are left to signalContext.
+func hangupReloads() (reload <-chan struct{}, stop func()) {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGHUP)
+	ch := make(chan struct{}, 1)
+	quit := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		forwardHangups(quit, sigs, ch)
+	}()
+	return ch, func() {
+		signal.Stop(sigs)
+		close(quit)
+		<-done
+	}
+}
+
+// forwardHangups turns every SIGHUP read from sigs into a request on
+// reload until quit closes; other signals are ignored. Requests coalesce:
+// while one is pending (the node has not taken it yet), more SIGHUPs add
+// nothing, since the one reload will read the newest files anyway.
+func forwardHangups(quit <-chan struct{}, sigs <-chan os.Signal, reload chan<- struct{}) {
+	for {
+		select {
+		case <-quit:
+			return
+		case sig := <-sigs:
+			if sig != syscall.SIGHUP {
+				continue
+			}
+			select {
+			case reload <- struct{}{}:
+			default:
+			}
+		}
+	}
 }

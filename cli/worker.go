@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/corral-dev/corral/client"
+	"github.com/corral-dev/corral/metadata"
 	"github.com/corral-dev/corral/roles"
 )
 
@@ -34,6 +35,10 @@ func workerRunFlags() []cli.Flag {
 			Usage: "controller: how long a worker may be silent before the leader fences it"},
 		&cli.DurationFlag{Name: "log-retention", Value: 24 * time.Hour, EnvVars: envVars("log-retention"),
 			Usage: "worker: keep the logs of ended allocations this long (0: forever)"},
+		&cli.StringFlag{Name: "join-token", EnvVars: envVars("join-token"),
+			Usage: "worker: instead of --tls-dir, a join token ('corral token create') traded on first start for a certificate kept in --data-dir/tls; later starts use that and ignore the token"},
+		&cli.StringFlag{Name: "ca-cert", EnvVars: envVars("ca-cert"),
+			Usage: "worker with --join-token: the cluster's ca.pem (never ca-key.pem), which the controllers' certificates must chain to"},
 	}
 }
 
@@ -85,8 +90,23 @@ func workerConfig(c *cli.Context, combined bool) (roles.WorkerConfig, error) {
 		return cfg, err
 	}
 	cfg.TLSDir = c.String("tls-dir")
-	if cfg.TLSDir == "" {
-		return cfg, errors.New("missing --tls-dir: the controllers' CA with a node certificate (see 'corral certs create')")
+	cfg.JoinToken, cfg.CACert = c.String("join-token"), c.String("ca-cert")
+	switch {
+	case c.String("ca-dir") != "":
+		return cfg, errors.New("--ca-dir is for controllers (it holds the CA key); a worker joins with --join-token and --ca-cert (the CA certificate only)")
+	case cfg.JoinToken != "" && cfg.TLSDir != "":
+		return cfg, errors.New("give --tls-dir or --join-token, not both: a worker that joins with a token keeps its certificate in --data-dir/tls")
+	case cfg.JoinToken != "" && cfg.CACert == "":
+		return cfg, errors.New("--join-token needs --ca-cert: the cluster's ca.pem (not ca-key.pem), to check the controllers with")
+	case cfg.JoinToken == "" && cfg.CACert != "":
+		return cfg, errors.New("--ca-cert goes with --join-token (with --tls-dir, the CA is the TLS dir's ca.pem)")
+	case cfg.JoinToken == "" && cfg.TLSDir == "":
+		return cfg, errors.New("missing --tls-dir: the controllers' CA with a node certificate issued for this worker: 'corral certs issue --ca-dir CA --role worker --id ID --out DIR' (or join with --join-token and --ca-cert: see 'corral token create')")
+	}
+	if cfg.JoinToken != "" {
+		if _, _, err := metadata.ParseJoinToken(cfg.JoinToken); err != nil {
+			return cfg, fmt.Errorf("bad --join-token: %w", err)
+		}
 	}
 	return cfg, nil
 }

@@ -13,6 +13,8 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,6 +26,9 @@ import (
 	"sync/atomic"
 	"time"
 )
+
+// ErrBadCACert is returned by New when Config.CACert holds no PEM certificate.
+var ErrBadCACert = errors.New("client: CACert holds no PEM certificate")
 
 // DefaultTimeout is used when Config.Timeout is zero.
 const DefaultTimeout = 10 * time.Second
@@ -46,9 +51,12 @@ type Config struct {
 	// Timeout bounds each call (all failover attempts of one Put/Get/... together). 0 means DefaultTimeout;
 	// negative means no timeout beyond the caller's context.
 	Timeout time.Duration
-	// HTTPClient is used for all requests (e.g. with a TLS config trusting the cluster CA). nil means a client that
-	// does not follow redirects, since a redirect could silently change the key a write goes to.
+	// HTTPClient is used for all requests. nil means a client that does not follow redirects, since a redirect could
+	// silently change the key a write goes to.
 	HTTPClient *http.Client
+	// CACert is PEM: the certificate authorities https:// endpoints must chain to (the controllers'
+	// --http-tls-cert issuer, e.g. the cluster's ca.pem). Empty means the system's roots. Ignored with HTTPClient.
+	CACert []byte
 }
 
 // Client talks to a corral cluster over its HTTP API.
@@ -80,6 +88,13 @@ func New(cfg Config) (*Client, error) {
 	}
 	if c.hc == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
+		if len(cfg.CACert) > 0 {
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(cfg.CACert) {
+				return nil, ErrBadCACert
+			}
+			tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+		}
 		// Many goroutines usually share one Client against a handful of controllers; the default of 2 idle
 		// connections per host would make most requests dial anew.
 		tr.MaxIdleConnsPerHost = 64

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -97,31 +98,66 @@ type node struct {
 	exited      chan struct{}
 }
 
-// cluster is a set of controller processes sharing one CA.
+// cluster is a set of controller processes sharing one CA. Every node
+// holds its own certificate from that CA, naming its role and id, as in
+// production: controllers in tls-<id>, workers in tls-worker-<name>.
 type cluster struct {
 	t     *testing.T
 	dir   string
+	name  string // the cluster name the CA, and so every certificate it issues, carries
 	nodes map[uint64]*node
 	mu    sync.Mutex
 }
 
-func createCerts(t *testing.T, dir string) {
+// Certificate roles, as `corral certs issue --role` takes them.
+const (
+	roleController = "controller"
+	roleWorker     = "worker"
+)
+
+// newCA makes a CA for cluster name in dir (`corral certs ca`).
+func newCA(t *testing.T, dir, name string) {
 	t.Helper()
-	out, err := exec.Command(corralBin, "certs", "create", "--dir", dir, "--hosts", "127.0.0.1,localhost").CombinedOutput()
-	require.NoError(t, err, "certs create: %s", out)
+	out, err := exec.Command(corralBin, "certs", "ca", "--dir", dir, "--cluster", name).CombinedOutput()
+	require.NoError(t, err, "certs ca: %s", out)
 }
 
-// newCluster prepares n controllers (not started) with extra flags each.
+// issueCert issues a node certificate for role and id with the CA in caDir
+// into out (`corral certs issue`), and returns out.
+func issueCert(t *testing.T, caDir, role, id, out string) string {
+	t.Helper()
+	b, err := exec.Command(corralBin, "certs", "issue", "--ca-dir", caDir, "--role", role, "--id", id,
+		"--hosts", "127.0.0.1,localhost", "--out", out).CombinedOutput()
+	require.NoError(t, err, "certs issue --role %s --id %s: %s", role, id, b)
+	return out
+}
+
+// caDir holds the cluster's CA (ca.pem, ca-key.pem); no node is given it.
+func (c *cluster) caDir() string { return filepath.Join(c.dir, "ca") }
+
+// issue issues a certificate of the cluster's CA for role and id into out.
+func (c *cluster) issue(role, id, out string) string {
+	c.t.Helper()
+	return issueCert(c.t, c.caDir(), role, id, out)
+}
+
+// controllerTLS issues controller id's certificate into its own TLS dir.
+func (c *cluster) controllerTLS(id uint64) string {
+	c.t.Helper()
+	return c.issue(roleController, strconv.FormatUint(id, 10), filepath.Join(c.dir, fmt.Sprintf("tls-%d", id)))
+}
+
+// newCluster prepares n controllers (not started) with extra flags each:
+// one CA for the cluster, one controller certificate per node.
 func newCluster(t *testing.T, n int, extra ...string) *cluster {
 	t.Helper()
-	c := &cluster{t: t, dir: t.TempDir(), nodes: map[uint64]*node{}}
-	tlsDir := filepath.Join(c.dir, "tls")
-	createCerts(t, tlsDir)
+	c := &cluster{t: t, dir: t.TempDir(), name: fmt.Sprintf("it-%08x", rand.Uint32()), nodes: map[uint64]*node{}}
+	newCA(t, c.caDir(), c.name)
 	for i := 1; i <= n; i++ {
 		id := uint64(i)
 		c.nodes[id] = &node{
 			id: id, clusterAddr: freeAddr(t), httpAddr: freeAddr(t),
-			dataDir: filepath.Join(c.dir, fmt.Sprintf("data-%d", i)), tlsDir: tlsDir,
+			dataDir: filepath.Join(c.dir, fmt.Sprintf("data-%d", i)), tlsDir: c.controllerTLS(id),
 			logPath: filepath.Join(c.dir, fmt.Sprintf("node-%d.log", i)), extra: extra,
 		}
 	}
@@ -160,12 +196,12 @@ func (c *cluster) args(n *node) []string {
 	return append(args, n.extra...)
 }
 
-// prepareJoiner adds node id (not started) that will join through the
-// given running nodes.
+// prepareJoiner adds node id (not started), with its own controller
+// certificate, that will join through the given running nodes.
 func (c *cluster) prepareJoiner(id uint64, via ...uint64) *node {
 	n := &node{
 		id: id, clusterAddr: freeAddr(c.t), httpAddr: freeAddr(c.t),
-		dataDir: filepath.Join(c.dir, fmt.Sprintf("data-%d", id)), tlsDir: filepath.Join(c.dir, "tls"),
+		dataDir: filepath.Join(c.dir, fmt.Sprintf("data-%d", id)), tlsDir: c.controllerTLS(id),
 		logPath: filepath.Join(c.dir, fmt.Sprintf("node-%d.log", id)),
 	}
 	for _, v := range via {

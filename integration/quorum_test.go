@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -184,15 +185,18 @@ func TestQuorum_KillAllThenRestartKeepsAcknowledgedWrites(t *testing.T) {
 
 func TestQuorum_ForeignCertificateCannotJoin(t *testing.T) {
 	c := newCluster(t, 3)
-	// Node 3 gets its own CA: the others must refuse it and it them.
-	c.nodes[3].tlsDir = t.TempDir()
-	createCerts(t, c.nodes[3].tlsDir)
+	// Node 3 gets a certificate for itself from its own CA: the others must
+	// refuse it and it them. That CA even names this cluster: what the
+	// cluster trusts is its CA's key, not a name.
+	foreignCA := filepath.Join(t.TempDir(), "foreign-ca")
+	newCA(t, foreignCA, c.name)
+	c.nodes[3].tlsDir = issueCert(t, foreignCA, roleController, "3", filepath.Join(t.TempDir(), "tls-3"))
 	c.startAll()
 	lead := c.waitLeader(30*time.Second, 1, 2)
 	_, err := c.client(1, 2).Put(context.Background(), "trusted", []byte("yes"))
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
-		return metricValue(t, c.nodes[lead], "corral_transport_peer_rejected_total") > 0
+		return rejected(t, c.nodes[lead], "untrusted_cert") > 0
 	}, 20*time.Second, 50*time.Millisecond, "rejected peer not counted")
 	ci, err := c.nodes[3].info()
 	require.NoError(t, err)

@@ -102,7 +102,10 @@ func TestUIDashboard(t *testing.T) {
 	c := newCluster(t, 3, workerControllerFlags()...)
 	c.startAll()
 	lead := c.waitLeader(20 * time.Second)
-	workers := []*workerProc{c.newWorker("a", "--labels=zone=a"), c.newWorker("b", "--labels=zone=b")}
+	// Worker ids are the names (their certificates name them): long enough
+	// that the page checks, which look for an id in a row's text, cannot
+	// find it inside an allocation id or a message.
+	workers := []*workerProc{c.newWorker("ui-worker-a", "--labels=zone=a"), c.newWorker("ui-worker-b", "--labels=zone=b")}
 	var ids []string
 	for _, w := range workers {
 		w.start()

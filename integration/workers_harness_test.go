@@ -54,14 +54,27 @@ func (c *cluster) clusterAddrs() string {
 	return strings.Join(addrs, ",")
 }
 
-// newWorker prepares a worker process (not started) of this cluster.
+// newWorker prepares a worker process (not started) of this cluster, with
+// a worker certificate of the cluster's CA in its own TLS dir. The
+// certificate names the id the worker runs under: the --node-id=ID in extra
+// if there is one, else name (so name must be a valid worker id). Two
+// workers given the same --node-id (tests of a duplicate id) hold two
+// certificates for the same worker: they share its identity.
 func (c *cluster) newWorker(name string, extra ...string) *workerProc {
+	c.t.Helper()
 	w := &workerProc{
 		t: c.t, name: name, dataDir: filepath.Join(c.dir, "worker-"+name), httpAddr: freeAddr(c.t),
 		logPath: filepath.Join(c.dir, "worker-"+name+".log"),
 	}
+	id := name
+	for _, a := range extra {
+		if v, ok := strings.CutPrefix(a, "--node-id="); ok {
+			id = v
+		}
+	}
+	tlsDir := c.issue(roleWorker, id, filepath.Join(c.dir, "tls-worker-"+name))
 	w.args = append([]string{"run", "--role=worker", "--data-dir=" + w.dataDir, "--controllers=" + c.clusterAddrs(),
-		"--tls-dir=" + filepath.Join(c.dir, "tls"), "--http-addr=" + w.httpAddr,
+		"--tls-dir=" + tlsDir, "--http-addr=" + w.httpAddr,
 		"--heartbeat-interval=" + itHeartbeat.String(), "--log-format=json"}, extra...)
 	c.t.Cleanup(func() {
 		w.kill()

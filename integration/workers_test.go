@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -34,6 +35,7 @@ func TestWorkers_RegisterCrashRestartAndLeave(t *testing.T) {
 	w := c.newWorker("a", "--labels=zone=a,disk=ssd", "--cpu=1500", "--memory=512")
 	w.start()
 	id := w.id()
+	require.Equal(t, "a", id, "the worker does not run under the id its certificate names")
 	got := c.waitWorker(id, "alive", 30*time.Second)
 	require.Equal(t, uint64(1), got.Epoch)
 	require.Equal(t, map[string]string{"zone": "a", "disk": "ssd", "corral.limits": "not-enforced"}, got.Labels)
@@ -45,7 +47,7 @@ func TestWorkers_RegisterCrashRestartAndLeave(t *testing.T) {
 	out, code := runCLI(t, "worker", "list", c.endpointsFlag())
 	require.Zero(t, code, out)
 	require.Contains(t, out, id)
-	require.Regexp(t, id+`\s+alive\s+1\s`, out)
+	require.Regexp(t, `(?m)^`+regexp.QuoteMeta(id)+`\s+alive\s+1\s`, out)
 
 	// kill -9: fenced within the session timeout plus one heartbeat interval.
 	w.kill()
@@ -156,7 +158,11 @@ func TestWorkers_SecondProcessWithSameIDIsRefused(t *testing.T) {
 
 func TestWorkers_CombinedRoleRunsControllerAndWorker(t *testing.T) {
 	dir := t.TempDir()
-	createCerts(t, filepath.Join(dir, "tls"))
+	// The process is controller 1 and a worker: its controller certificate
+	// for node 1 serves both (a controller may speak for the worker in its
+	// own process, which runs under --node-id).
+	newCA(t, filepath.Join(dir, "ca"), "it-combined")
+	issueCert(t, filepath.Join(dir, "ca"), roleController, "1", filepath.Join(dir, "tls"))
 	clusterAddr, httpAddr, workerHTTP := freeAddr(t), freeAddr(t), freeAddr(t)
 	cmd := exec.Command(corralBin, "run", "--role=combined", "--node-id=1", "--data-dir="+filepath.Join(dir, "data"),
 		"--cluster-addr="+clusterAddr, "--http-addr="+httpAddr, "--controllers=1@"+clusterAddr,
@@ -196,8 +202,15 @@ func TestWorkers_BenchCommandSmoke(t *testing.T) {
 	c := newCluster(t, 3, workerControllerFlags()...)
 	c.startAll()
 	c.waitLeader(30 * time.Second)
+	// The benchmark speaks for 20 workers over one certificate, which only a
+	// controller certificate may do (a worker's names one worker). It gets
+	// its own, for a controller id outside the quorum, rather than
+	// controller 1's: it is a client of the cluster, not node 1, and needs no
+	// running node's key; were it to speak raft, the controllers would drop
+	// its messages as a non-member's.
+	benchTLS := c.issue(roleController, "100", filepath.Join(c.dir, "tls-bench"))
 	out, code := runCLI(t, "bench", "workers", c.endpointsFlag(), "--controllers="+c.clusterAddrs(),
-		"--tls-dir="+filepath.Join(c.dir, "tls"), "--workers=20", "--duration=2s", "--heartbeat-interval=250ms")
+		"--tls-dir="+benchTLS, "--workers=20", "--duration=2s", "--heartbeat-interval=250ms")
 	require.Zero(t, code, out)
 	require.Contains(t, out, "ramp: 20 of 20 workers alive")
 	require.Contains(t, out, "false fencings: 0 while measuring")

@@ -84,6 +84,14 @@ func (s *State) applyCommand(c *Command) Result {
 		return s.applyWorkerDrain(c)
 	case OpAllocRestart:
 		return s.applyAllocRestart(c)
+	case OpCertRevoke:
+		return s.applyCertRevoke(c)
+	case OpJoinTokenCreate:
+		return s.applyJoinTokenCreate(c)
+	case OpJoinTokenRevoke:
+		return s.applyJoinTokenRevoke(c)
+	case OpJoinTokenUse:
+		return s.applyJoinTokenUse(c)
 	default:
 		// decodeCommand only lets an unknown op through when it carries
 		// IgnoreUnknownTypeFlag: skipping it is the proposer's documented

@@ -106,6 +106,12 @@ var opNames = map[Op]string{
 	OpAllocUpdate:  "alloc_update",
 	OpWorkerDrain:  "worker_drain",
 	OpAllocRestart: "alloc_restart",
+	// Certificate ops (60-69), see certs.go.
+	OpCertRevoke: "cert_revoke",
+	// Join token ops (61-63), see jointoken.go.
+	OpJoinTokenCreate: "join_token_create",
+	OpJoinTokenRevoke: "join_token_revoke",
+	OpJoinTokenUse:    "join_token_use",
 }
 
 // Marshal encodes c as a v1 command record: version byte, op byte, uvarint

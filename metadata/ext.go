@@ -40,6 +40,14 @@ type extState struct {
 	Jobs      map[string]*Job        `json:"jobs,omitempty"`
 	Allocs    map[string]*Allocation `json:"allocs,omitempty"`
 	AssignSeq uint64                 `json:"assign_seq,omitempty"`
+	// RevokedSerials and RevokedWorkers are the certificate deny-list
+	// (certs.go), keyed by serial (lower-case hex) and by worker id.
+	RevokedSerials map[string]*Revocation `json:"revoked_serials,omitempty"`
+	RevokedWorkers map[string]*Revocation `json:"revoked_workers,omitempty"`
+	// JoinTokens are the worker join tokens by id (jointoken.go): only
+	// their secrets' hashes.
+	JoinTokens map[string]*JoinToken `json:"join_tokens,omitempty"`
+
 	// idx is derived from Allocs and never serialised.
 	idx jobIndex
 	// assigns remembers the latest AssignSeq bumps (assignlog.go); never
@@ -66,6 +74,12 @@ func decodeExt(p []byte) (extState, error) {
 		return extState{}, err
 	}
 	if err := e.checkJobs(); err != nil {
+		return extState{}, err
+	}
+	if err := e.checkRevocations(); err != nil {
+		return extState{}, err
+	}
+	if err := e.checkJoinTokens(); err != nil {
 		return extState{}, err
 	}
 	return e, nil

@@ -14,8 +14,11 @@ import (
 // machine is not worth it. The worker connects to the controllers like any
 // other (over QUIC, its own session) and leaves before the controller
 // stops. wcfg.Controllers defaults to the controllers' cluster addresses,
-// this one's first; its metrics join the controller's registry.
-func RunCombined(ctx context.Context, ccfg controller.Config, wcfg worker.Config) error {
+// this one's first; its metrics join the controller's registry. With
+// ReloadTLSOn, each reload request reloads the controller's TLS dir, then
+// the worker's.
+func RunCombined(ctx context.Context, ccfg controller.Config, wcfg worker.Config, opts ...RunOption) error {
+	o := runOptions(opts)
 	c, err := controller.Start(ccfg)
 	if err != nil {
 		return err
@@ -40,11 +43,13 @@ func RunCombined(ctx context.Context, ccfg controller.Config, wcfg worker.Config
 		c.Close()
 		return fmt.Errorf("start worker: %w", err)
 	}
+	stopReloads := serveReloads(o.reloadTLS, c.ReloadTLS, w.ReloadTLS)
 	var failed error
 	select {
 	case <-ctx.Done():
 	case failed = <-c.Failed():
 	}
+	stopReloads()
 	werr := w.Close() // leave while the controller can still commit it
 	c.Close()
 	return errors.Join(failed, werr)

@@ -7,6 +7,7 @@ package roles
 import (
 	"context"
 	"io"
+	"sync"
 
 	"github.com/corral-dev/corral/metadata"
 	"github.com/corral-dev/corral/roles/backup"
@@ -30,7 +31,73 @@ const DefaultSessionTimeout = transport.DefaultSessionTimeout
 func StartController(cfg ControllerConfig) (*Controller, error) { return controller.Start(cfg) }
 
 // RunController runs a controller until ctx ends or it fails.
-func RunController(ctx context.Context, cfg ControllerConfig) error { return controller.Run(ctx, cfg) }
+func RunController(ctx context.Context, cfg ControllerConfig, opts ...RunOption) error {
+	o := runOptions(opts)
+	c, err := controller.Start(cfg)
+	if err != nil {
+		return err
+	}
+	stopReloads := serveReloads(o.reloadTLS, c.ReloadTLS)
+	var failed error
+	select {
+	case <-ctx.Done():
+	case failed = <-c.Failed():
+	}
+	stopReloads()
+	c.Close()
+	return failed
+}
+
+// RunOption adjusts RunController, RunWorker and RunCombined.
+type RunOption func(*runOpts)
+
+type runOpts struct {
+	reloadTLS <-chan struct{}
+}
+
+// ReloadTLSOn makes the node reload its TLS dir (the ReloadTLS methods of
+// its controller and worker) every time ch delivers, for as long as it
+// runs: `corral run` feeds it from SIGHUP. A reload that fails is logged
+// and the node keeps its current certificates.
+func ReloadTLSOn(ch <-chan struct{}) RunOption {
+	return func(o *runOpts) { o.reloadTLS = ch }
+}
+
+func runOptions(opts []RunOption) runOpts {
+	var o runOpts
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}
+
+// serveReloads calls every reload function, in order, each time ch
+// delivers, until the returned stop function is called; stop returns once
+// no reload runs any more. Failures are logged by the reload functions.
+func serveReloads(ch <-chan struct{}, reloads ...func() error) (stop func()) {
+	if ch == nil {
+		return func() {}
+	}
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-quit:
+				return
+			case <-ch:
+				for _, reload := range reloads {
+					_ = reload()
+				}
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() { close(quit) })
+		<-done
+	}
+}
 
 // ParsePeers parses "1@host:port,2@host:port" into id -> address.
 func ParsePeers(s string) (map[uint64]string, error) { return controller.ParsePeers(s) }
@@ -75,7 +142,17 @@ const DefaultElectionTicks = controller.DefaultElectionTicks
 func StartWorker(cfg WorkerConfig) (*Worker, error) { return worker.Start(cfg) }
 
 // RunWorker runs a worker until ctx ends, then leaves the cluster.
-func RunWorker(ctx context.Context, cfg WorkerConfig) error { return worker.Run(ctx, cfg) }
+func RunWorker(ctx context.Context, cfg WorkerConfig, opts ...RunOption) error {
+	o := runOptions(opts)
+	w, err := worker.Start(cfg)
+	if err != nil {
+		return err
+	}
+	stopReloads := serveReloads(o.reloadTLS, w.ReloadTLS)
+	<-ctx.Done()
+	stopReloads()
+	return w.Close()
+}
 
 // ParseLabels parses "k=v,k2=v2" worker labels.
 func ParseLabels(s string) (map[string]string, error) { return worker.ParseLabels(s) }

@@ -3,6 +3,8 @@
 # benchmarks and manual testing.
 #   scripts/cluster.sh start [DIR]   # HTTP on :8081-8083, QUIC on :7081-7083
 #   scripts/cluster.sh stop  [DIR]
+# Certificates: DIR/ca (the CA), DIR/tls-N (controller N), DIR/tls (for
+# corral bench).
 set -euo pipefail
 cmd=${1:-start}
 dir=${2:-/tmp/corral-cluster}
@@ -12,12 +14,32 @@ peers="1@127.0.0.1:7081,2@127.0.0.1:7082,3@127.0.0.1:7083"
 case "$cmd" in
 start)
 	mkdir -p "$dir"
-	[ -f "$dir/tls/ca.pem" ] || "$bin" certs create --dir "$dir/tls" --hosts 127.0.0.1,localhost
+	# The CA is made once per DIR and its key stays in $dir/ca: the node
+	# dirs get no ca-key.pem, as on real machines.
+	[ -f "$dir/ca/ca.pem" ] || "$bin" certs ca --dir "$dir/ca" --cluster local >/dev/null
+	# issue ROLE ID OUT: a certificate from this CA, re-issued when OUT is
+	# missing or was issued by another CA (a dir left by an older script).
+	issue() {
+		cmp -s "$dir/ca/ca.pem" "$3/ca.pem" && [ -f "$3/node.pem" ] && return 0
+		rm -rf "$3"
+		"$bin" certs issue --ca-dir "$dir/ca" --role "$1" --id "$2" --hosts 127.0.0.1,localhost --out "$3" >/dev/null
+	}
+	# Each controller needs its own: peers accept raft messages from node i
+	# only over a certificate that names controller i.
+	for i in 1 2 3; do
+		issue controller $i "$dir/tls-$i"
+	done
+	# $dir/tls is for `corral bench workers` and `corral bench schedule`.
+	# They speak for many simulated workers at once, which only a controller
+	# certificate may do (a worker certificate names one worker). Id 100 is
+	# outside the quorum, so the certificate cannot pass for a member: raft
+	# drops messages from non-members anyway.
+	issue controller 100 "$dir/tls"
 	for i in 1 2 3; do
 		# CORRAL_FLAGS: extra flags for every controller (e.g. --enable-pprof).
 		"$bin" run --role=controller --node-id=$i --data-dir="$dir/data-$i" \
 			--cluster-addr=127.0.0.1:708$i --http-addr=127.0.0.1:808$i \
-			--controllers=$peers --tls-dir="$dir/tls" ${CORRAL_FLAGS:-} >"$dir/node-$i.log" 2>&1 &
+			--controllers=$peers --tls-dir="$dir/tls-$i" ${CORRAL_FLAGS:-} >"$dir/node-$i.log" 2>&1 &
 		echo $! >"$dir/node-$i.pid"
 	done
 	for _ in $(seq 1 100); do

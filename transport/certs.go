@@ -7,19 +7,19 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/hex"
 	"encoding/pem"
 	"errors"
 	"fmt"
 	"math/big"
-	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
 )
 
-// Certificate lifetimes used by CreateCerts. The CA lives long because
-// replacing it means re-issuing every node; node certificates are cheap to
-// re-issue (run CreateCerts again on the same directory: the CA is reused).
+// Certificate lifetimes. The CA lives long because replacing it means
+// re-issuing every node; node certificates are cheap to re-issue.
 const (
 	CAValidity   = 10 * 365 * 24 * time.Hour
 	NodeValidity = 2 * 365 * 24 * time.Hour
@@ -28,77 +28,98 @@ const (
 	clockSkew = time.Hour
 )
 
-// CreateCerts writes an ECDSA P-256 CA (ca.pem, ca-key.pem) and a node
-// certificate (node.pem, node-key.pem) into dir, creating dir (0700) if
-// needed. Keys are written with mode 0600.
-//
-// If dir already holds ca.pem and ca-key.pem, that CA is reused and only the
-// node certificate is (re)issued, so several nodes' directories can share one
-// CA: create the first directory, copy its ca.pem and ca-key.pem into the
-// others, and run CreateCerts on each. The node certificate carries both the
-// ServerAuth and ClientAuth extended key usages (a node is server and client
-// of its peers) and SANs from hosts (IP literals become IP SANs, everything
-// else DNS SANs); empty hosts means localhost, 127.0.0.1 and ::1.
-func CreateCerts(dir string, hosts []string) error {
+// CreateCerts is the one-command shortcut for development and tests: it
+// makes a CA in dir (or reuses the one there) and issues dir's node
+// certificate for role and id into the same directory. A CA it makes names a
+// random cluster. Production keeps the CA apart: CreateCA once, then
+// IssueCert per node, so no node but a controller ever holds ca-key.pem.
+func CreateCerts(dir string, role Role, id string, hosts []string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create TLS dir %s: %w", dir, err)
 	}
-	caCert, caKey, err := loadOrCreateCA(dir)
-	if err != nil {
+	if _, err := os.Stat(filepath.Join(dir, CAFile)); errors.Is(err, os.ErrNotExist) {
+		if err := CreateCA(dir, ""); err != nil {
+			return err
+		}
+	}
+	_, err := IssueCert(dir, role, id, hosts, dir)
+	return err
+}
+
+// CreateCA writes a new ECDSA P-256 CA (ca.pem, ca-key.pem) for cluster
+// into dir, creating dir (0700) if needed; the key is written 0600. An empty
+// cluster gets a random name. It refuses to replace an existing CA: every
+// certificate it signed would stop working.
+func CreateCA(dir, cluster string) error {
+	if cluster == "" {
+		var r [5]byte
+		if _, err := rand.Read(r[:]); err != nil {
+			return fmt.Errorf("pick a cluster name: %w", err)
+		}
+		cluster = "c-" + hex.EncodeToString(r[:])
+	}
+	if err := ValidateClusterName(cluster); err != nil {
 		return err
 	}
-	if len(hosts) == 0 {
-		hosts = []string{"localhost", "127.0.0.1", "::1"}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create CA dir %s: %w", dir, err)
+	}
+	for _, f := range []string{CAFile, CAKeyFile} {
+		p := filepath.Join(dir, f)
+		if _, err := os.Stat(p); err == nil {
+			return fmt.Errorf("%s already exists: a CA is made once per cluster; issue node certificates with it instead", p)
+		}
+	}
+	_, _, err := createCA(dir, cluster)
+	return err
+}
+
+// IssueCert signs a node certificate for role and id with the CA in caDir
+// and writes node.pem, node-key.pem and a copy of ca.pem (never the CA key)
+// into outDir, creating it (0700) if needed. The certificate names
+// corral://<cluster>/<role>/<id>, the cluster being the CA's. Controllers get
+// the server and client key usages, workers only the client one (a worker
+// never serves). Hosts become IP or DNS SANs; empty means localhost,
+// 127.0.0.1 and ::1.
+func IssueCert(caDir string, role Role, id string, hosts []string, outDir string) (Identity, error) {
+	caCert, caKey, err := loadCA(filepath.Join(caDir, CAFile), filepath.Join(caDir, CAKeyFile))
+	if err != nil {
+		return Identity{}, err
+	}
+	cluster, err := clusterOfCA(caCert)
+	if err != nil {
+		return Identity{}, err
+	}
+	ident := Identity{Cluster: cluster, Role: role, ID: id}
+	if err := ident.Validate(); err != nil {
+		return Identity{}, err
 	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return fmt.Errorf("generate node key: %w", err)
+		return Identity{}, fmt.Errorf("generate node key: %w", err)
 	}
-	serial, err := randomSerial()
+	der, err := signNode(caCert, caKey, ident, hosts, &key.PublicKey) // ca.go
 	if err != nil {
-		return err
+		return Identity{}, err
 	}
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: hosts[0], Organization: []string{"corral"}},
-		NotBefore:    now.Add(-clockSkew),
-		NotAfter:     now.Add(NodeValidity),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+	if err := os.MkdirAll(outDir, 0o700); err != nil {
+		return Identity{}, fmt.Errorf("create TLS dir %s: %w", outDir, err)
 	}
-	for _, h := range hosts {
-		if ip := net.ParseIP(h); ip != nil {
-			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
-		} else if h != "" {
-			tmpl.DNSNames = append(tmpl.DNSNames, h)
-		}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
-	if err != nil {
-		return fmt.Errorf("sign node certificate: %w", err)
+	if err := writePEM(filepath.Join(outDir, CAFile), "CERTIFICATE", caCert.Raw, 0o644); err != nil {
+		return Identity{}, err
 	}
 	// Key first: a node.pem without its key would be useless.
-	if err := writeKey(filepath.Join(dir, NodeKeyFile), key); err != nil {
-		return err
+	if err := writeKey(filepath.Join(outDir, NodeKeyFile), key); err != nil {
+		return Identity{}, err
 	}
-	return writePEM(filepath.Join(dir, NodeFile), "CERTIFICATE", der, 0o644)
+	if err := writePEM(filepath.Join(outDir, NodeFile), "CERTIFICATE", der, 0o644); err != nil {
+		return Identity{}, err
+	}
+	return ident, nil
 }
 
-func loadOrCreateCA(dir string) (*x509.Certificate, crypto.Signer, error) {
+func createCA(dir, cluster string) (*x509.Certificate, crypto.Signer, error) {
 	certPath, keyPath := filepath.Join(dir, CAFile), filepath.Join(dir, CAKeyFile)
-	_, certErr := os.Stat(certPath)
-	_, keyErr := os.Stat(keyPath)
-	switch {
-	case certErr == nil && keyErr == nil:
-		return loadCA(certPath, keyPath)
-	case certErr == nil:
-		return nil, nil, fmt.Errorf("reuse CA: %s exists but %s: %w", certPath, keyPath, keyErr)
-	case keyErr == nil:
-		return nil, nil, fmt.Errorf("reuse CA: %s exists but %s: %w", keyPath, certPath, certErr)
-	case !errors.Is(certErr, os.ErrNotExist):
-		return nil, nil, fmt.Errorf("stat %s: %w", certPath, certErr)
-	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, fmt.Errorf("generate CA key: %w", err)
@@ -117,6 +138,7 @@ func loadOrCreateCA(dir string) (*x509.Certificate, crypto.Signer, error) {
 		BasicConstraintsValid: true,
 		IsCA:                  true,
 		MaxPathLenZero:        true,
+		URIs:                  []*url.URL{{Scheme: IdentityScheme, Host: cluster}},
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {

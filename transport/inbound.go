@@ -3,6 +3,7 @@ package transport
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 	"time"
@@ -28,7 +29,15 @@ func (q *QUIC) acceptLoop() {
 			}
 			return
 		}
-		proto := conn.ConnectionState().TLS.NegotiatedProtocol
+		cs := conn.ConnectionState().TLS
+		proto := cs.NegotiatedProtocol
+		if proto != ALPNJoin && len(cs.PeerCertificates) == 0 {
+			// Only the join protocol goes without a verified client
+			// certificate (joinConfig); nothing else may see such a
+			// connection.
+			_ = conn.CloseWithError(errCodeUnsupportedALPN, "client certificate required")
+			continue
+		}
 		var fn func(*quic.Conn)
 		if proto == ALPNRaft {
 			fn = q.serveRaftConn
@@ -70,7 +79,17 @@ func (q *QUIC) untrack(c *quic.Conn) {
 
 // serveRaftConn reads every stream a peer opens on one connection: long-lived
 // unidirectional message streams and one bidirectional stream per snapshot.
+//
+// The handshake let only controller certificates of this cluster in; every
+// stream must speak as the node id its certificate names.
 func (q *QUIC) serveRaftConn(conn *quic.Conn) {
+	peer, err := PeerIdentity(conn.ConnectionState().TLS)
+	node := peer.NodeID()
+	if err != nil || node == 0 {
+		q.onReject(fmt.Errorf("%w: raft connection from %s without a controller identity", ErrRoleNotAllowed, conn.RemoteAddr()))
+		_ = conn.CloseWithError(errCodeBadHeader, "not a controller")
+		return
+	}
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for {
@@ -78,7 +97,7 @@ func (q *QUIC) serveRaftConn(conn *quic.Conn) {
 			if err != nil {
 				return
 			}
-			wg.Go(func() { q.readMessages(conn, s) })
+			wg.Go(func() { q.readMessages(conn, node, s) })
 		}
 	})
 	for {
@@ -86,16 +105,17 @@ func (q *QUIC) serveRaftConn(conn *quic.Conn) {
 		if err != nil {
 			break
 		}
-		wg.Go(func() { q.readSnapshot(conn, s) })
+		wg.Go(func() { q.readSnapshot(conn, node, s) })
 	}
 	_ = conn.CloseWithError(errCodeShutdown, "")
 	wg.Wait()
 }
 
 // readStreamHeader reads and checks a stream header; on failure the whole
-// connection is refused (a peer speaking garbage or another cluster is not a
-// peer) and the rejection is counted.
-func (q *QUIC) readStreamHeader(conn *quic.Conn, r io.Reader, kind byte) (streamHeader, bool) {
+// connection is refused (a peer speaking garbage, for another node than its
+// certificate names, or for another cluster is not a peer) and the
+// rejection is counted.
+func (q *QUIC) readStreamHeader(conn *quic.Conn, certNode uint64, r io.Reader, kind byte) (streamHeader, bool) {
 	hdr, err := readHeader(r)
 	if err == nil && hdr.kind != kind {
 		err = errors.New("unexpected stream kind")
@@ -107,6 +127,12 @@ func (q *QUIC) readStreamHeader(conn *quic.Conn, r io.Reader, kind byte) (stream
 		q.met.rejected.WithLabelValues(RejectBadHeader).Inc()
 		q.log.Warn("refusing peer: bad stream header", "remote", conn.RemoteAddr(), "err", err)
 		_ = conn.CloseWithError(errCodeBadHeader, "bad stream header")
+		return hdr, false
+	}
+	if hdr.from != certNode {
+		q.onReject(fmt.Errorf("%w: stream from %s claims node %d, its certificate names node %d",
+			ErrWrongPeerID, conn.RemoteAddr(), hdr.from, certNode))
+		_ = conn.CloseWithError(errCodeBadHeader, "stream header names another node than the certificate")
 		return hdr, false
 	}
 	if local := q.clusterID(); local != "" && hdr.clusterID != "" && local != hdr.clusterID {
@@ -131,10 +157,10 @@ func (q *QUIC) checkMessage(hdr streamHeader, m *raftpb.Message) bool {
 	return false
 }
 
-func (q *QUIC) readMessages(conn *quic.Conn, s *quic.ReceiveStream) {
+func (q *QUIC) readMessages(conn *quic.Conn, certNode uint64, s *quic.ReceiveStream) {
 	_ = s.SetReadDeadline(time.Now().Add(headerTimeout))
 	br := bufio.NewReaderSize(s, 64<<10)
-	hdr, ok := q.readStreamHeader(conn, br, streamKindMessages)
+	hdr, ok := q.readStreamHeader(conn, certNode, br, streamKindMessages)
 	if !ok {
 		s.CancelRead(errCodeBadFrame)
 		return
@@ -185,10 +211,10 @@ func (q *QUIC) deliver(from uint64, m *raftpb.Message) error {
 }
 
 // readSnapshot receives one MsgSnap and acknowledges it after Process.
-func (q *QUIC) readSnapshot(conn *quic.Conn, s *quic.Stream) {
+func (q *QUIC) readSnapshot(conn *quic.Conn, certNode uint64, s *quic.Stream) {
 	_ = s.SetReadDeadline(time.Now().Add(headerTimeout))
 	br := bufio.NewReaderSize(s, 64<<10)
-	hdr, ok := q.readStreamHeader(conn, br, streamKindSnapshot)
+	hdr, ok := q.readStreamHeader(conn, certNode, br, streamKindSnapshot)
 	if !ok {
 		s.CancelRead(errCodeBadFrame)
 		s.CancelWrite(errCodeBadFrame)

@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"crypto/x509"
 	"errors"
 	"fmt"
 
@@ -9,10 +10,14 @@ import (
 
 // Rejection reasons for corral_transport_peer_rejected_total.
 const (
-	RejectUntrustedCert = "untrusted_cert" // TLS peer cert not from the cluster CA
-	RejectClusterID     = "cluster_id"     // stream header names another cluster
-	RejectBadHeader     = "bad_header"     // garbage or unknown stream header
-	RejectWrongNode     = "wrong_node"     // message addressed to another node id / from a spoofed id
+	RejectUntrustedCert  = "untrusted_cert"  // TLS peer cert not from the cluster CA
+	RejectClusterID      = "cluster_id"      // stream header names another cluster
+	RejectBadHeader      = "bad_header"      // garbage or unknown stream header
+	RejectWrongNode      = "wrong_node"      // message addressed to another node id / from a spoofed id, or a certificate of another node
+	RejectNoIdentity     = "no_identity"     // certificate from the CA that names no corral identity
+	RejectForeignCluster = "foreign_cluster" // certificate names another cluster
+	RejectWrongRole      = "wrong_role"      // certificate's role may not use the protocol (a worker on the raft port)
+	RejectRevoked        = "revoked"         // certificate refused by the bundle's Denied hook, at the handshake or by CloseDenied
 )
 
 type metrics struct {
@@ -43,7 +48,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "corral_transport_peer_rejected_total",
-			Help: "Peers refused, by reason (untrusted_cert, cluster_id, bad_header, wrong_node).",
+			Help: "Peers refused, by reason (untrusted_cert, no_identity, foreign_cluster, wrong_role, wrong_node, revoked, cluster_id, bad_header).",
 		}, []string{"reason"}),
 		rtt: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "corral_transport_peer_rtt_seconds",
@@ -59,7 +64,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 	}
 	// Pre-create the reject series so dashboards see zeros.
-	for _, r := range []string{RejectUntrustedCert, RejectClusterID, RejectBadHeader, RejectWrongNode} {
+	for _, r := range []string{RejectUntrustedCert, RejectClusterID, RejectBadHeader, RejectWrongNode,
+		RejectNoIdentity, RejectForeignCluster, RejectWrongRole, RejectRevoked} {
 		m.rejected.WithLabelValues(r)
 	}
 	if reg == nil {
@@ -101,4 +107,45 @@ func register(reg prometheus.Registerer, c prometheus.Collector) (prometheus.Col
 		}
 	}
 	return c, err
+}
+
+// CertExpiryMetric is the gauge of when a certificate in use expires.
+const CertExpiryMetric = "corral_tls_cert_expiry_timestamp_seconds"
+
+// certExpiry exports leaf()'s NotAfter, read at every scrape, so a reloaded
+// certificate shows at once.
+type certExpiry struct {
+	desc *prometheus.Desc
+	leaf func() *x509.Certificate
+}
+
+func (c *certExpiry) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *certExpiry) Collect(ch chan<- prometheus.Metric) {
+	if l := c.leaf(); l != nil {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(l.NotAfter.Unix()))
+	}
+}
+
+// RegisterCertExpiry exports corral_tls_cert_expiry_timestamp_seconds{cert=name}:
+// the NotAfter, in Unix seconds, of the certificate leaf returns, read at
+// every scrape (so it follows reloads). Names in use: "node" (the TLS dir's
+// node.pem, TLSBundle.Leaf) and "http" (the API's HTTPS pair,
+// KeyPairReloader.Leaf). If reg already exports name (a combined node's
+// controller and worker share a registry and a TLS dir), the first
+// registration stays and nil is returned.
+func RegisterCertExpiry(reg prometheus.Registerer, name string, leaf func() *x509.Certificate) error {
+	if reg == nil {
+		return nil
+	}
+	c := &certExpiry{
+		desc: prometheus.NewDesc(CertExpiryMetric,
+			"When the certificate in use expires (its NotAfter), in Unix seconds, by certificate: node (--tls-dir) or http (--http-tls-cert).",
+			nil, prometheus.Labels{"cert": name}),
+		leaf: leaf,
+	}
+	if _, err := register(reg, c); err != nil {
+		return fmt.Errorf("register %s{cert=%q}: %w", CertExpiryMetric, name, err)
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -26,6 +27,7 @@ type peer struct {
 	idLabel string
 	msgc    chan outMsg
 	snapc   chan outMsg
+	tls     *tls.Config     // checks the server is this peer
 	ctx     context.Context // cancelled by RemovePeer / Close
 	cancel  context.CancelFunc
 	snapWG  sync.WaitGroup
@@ -46,6 +48,9 @@ func newPeer(q *QUIC, id uint64, addr string) *peer {
 		msgc:    make(chan outMsg, queueSize),
 		snapc:   make(chan outMsg, snapQueueSize),
 		addr:    addr,
+		// The server must be controller id of this cluster: an address now
+		// used by another node, or a worker, is not this peer.
+		tls: q.cfg.TLS.clientConfig(q.onReject, id, ALPNRaft),
 	}
 	p.ctx, p.cancel = context.WithCancel(q.ctx)
 	return p
@@ -235,7 +240,7 @@ func (p *peer) dial(ctx context.Context, addr string) (*quic.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	conn, err := p.q.tr.Dial(ctx, ua, p.q.clientTLS, p.q.qconf)
+	conn, err := p.q.dialTracked(ctx, ua, p.tls)
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", addr, err)
 	}

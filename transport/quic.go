@@ -47,6 +47,7 @@ const (
 	errCodeBadHeader       quic.ApplicationErrorCode = 0x102
 	errCodeUnsupportedALPN quic.ApplicationErrorCode = 0x103
 	errCodeReconnect       quic.ApplicationErrorCode = 0x104
+	errCodeRevoked         quic.ApplicationErrorCode = 0x105 // the peer's certificate is now denied (CloseDenied)
 	errCodeBadFrame        quic.StreamErrorCode      = 0x201
 )
 
@@ -68,15 +69,16 @@ type QUICConfig struct {
 // long-lived unidirectional stream for raft messages; MsgSnap goes on its own
 // bidirectional stream and is acknowledged by the receiver.
 type QUIC struct {
-	cfg       QUICConfig
-	log       *slog.Logger
-	met       *metrics
-	rep       *reporter
-	udp       *net.UDPConn
-	tr        *quic.Transport
-	ln        *quic.Listener
-	clientTLS *tls.Config
-	qconf     *quic.Config
+	cfg      QUICConfig
+	log      *slog.Logger
+	met      *metrics
+	rep      *reporter
+	udp      *net.UDPConn
+	tr       *quic.Transport
+	ln       *quic.Listener
+	qconf    *quic.Config
+	onReject func(error)
+	rejects  *rejectLog
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -89,6 +91,7 @@ type QUIC struct {
 	peers   map[uint64]*peer
 	alpn    map[string]func(*quic.Conn)
 	conns   map[*quic.Conn]struct{} // accepted connections, closed by Close
+	dialed  map[*quic.Conn]struct{} // open connections this node dialed (raft peers, peer API), for CloseDenied
 }
 
 var _ Transport = (*QUIC)(nil)
@@ -111,13 +114,14 @@ func NewQUIC(cfg QUICConfig) (*QUIC, error) {
 		log = slog.Default()
 	}
 	q := &QUIC{
-		cfg:   cfg,
-		log:   log.With("component", "transport", "node", cfg.NodeID),
-		met:   met,
-		rep:   newReporter(),
-		peers: map[uint64]*peer{},
-		alpn:  map[string]func(*quic.Conn){},
-		conns: map[*quic.Conn]struct{}{},
+		cfg:    cfg,
+		log:    log.With("component", "transport", "node", cfg.NodeID),
+		met:    met,
+		rep:    newReporter(),
+		peers:  map[uint64]*peer{},
+		alpn:   map[string]func(*quic.Conn){},
+		conns:  map[*quic.Conn]struct{}{},
+		dialed: map[*quic.Conn]struct{}{},
 		qconf: &quic.Config{
 			HandshakeIdleTimeout: handshakeTimeout,
 			MaxIdleTimeout:       idleTimeout,
@@ -125,16 +129,22 @@ func NewQUIC(cfg QUICConfig) (*QUIC, error) {
 		},
 	}
 	q.ctx, q.cancel = context.WithCancel(context.Background())
-	onReject := func(err error) {
-		q.met.rejected.WithLabelValues(RejectUntrustedCert).Inc()
-		q.log.Warn("rejected peer certificate", "err", err)
+	q.rejects = newRejectLog(q.log)
+	q.onReject = func(err error) {
+		reason := rejectReason(err)
+		q.met.rejected.WithLabelValues(reason).Inc()
+		q.rejects.warn(reason, err)
 	}
-	q.clientTLS = cfg.TLS.clientConfig(onReject, ALPNRaft)
-	serverTLS := cfg.TLS.serverConfigCounting(onReject, ALPNRaft)
+	serverTLS := cfg.TLS.serverConfigCounting(q.onReject, ALPNRaft)
 	// Extra ALPNs may be registered after the listener exists, so the
 	// offered protocol list is computed per handshake.
 	perConn := serverTLS.Clone()
-	serverTLS.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) {
+	serverTLS.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+		// The join protocol alone asks for no client certificate
+		// (join.go); every other hello gets mutual TLS.
+		if c := q.joinConfig(hello); c != nil {
+			return c, nil
+		}
 		c := perConn.Clone()
 		c.NextProtos = q.protocols()
 		return c, nil
@@ -148,7 +158,12 @@ func NewQUIC(cfg QUICConfig) (*QUIC, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.ListenAddr, err)
 	}
-	q.tr = &quic.Transport{Conn: q.udp, StatelessResetKey: resetKey(cfg.TLS.Cert)}
+	// The reset key is derived once, from the key in use at start, and kept
+	// when the TLS files are reloaded: connections established before a
+	// Reload must still be resettable by this process, and a changing key
+	// would make its own resets unrecognisable to peers.
+	cert, _ := cfg.TLS.Current()
+	q.tr = &quic.Transport{Conn: q.udp, StatelessResetKey: resetKey(*cert)}
 	q.ln, err = q.tr.Listen(serverTLS, q.qconf)
 	if err != nil {
 		q.udp.Close()
@@ -159,7 +174,9 @@ func NewQUIC(cfg QUICConfig) (*QUIC, error) {
 
 // resetKey derives the QUIC stateless-reset key from the node's private key,
 // so a node restarted with the same key can reset its peers' stale
-// connections at once instead of leaving them to time out.
+// connections at once instead of leaving them to time out. It is computed
+// at NewQUIC only (see there): after a rotation, the first restart with the
+// new key leaves peers' old connections to time out instead.
 func resetKey(cert tls.Certificate) *quic.StatelessResetKey {
 	der, err := x509.MarshalPKCS8PrivateKey(cert.PrivateKey)
 	if err != nil {
@@ -180,8 +197,8 @@ func (q *QUIC) Addr() net.Addr { return q.udp.LocalAddr() }
 // (Close closes it). Register before peers dial with that protocol; proto
 // must differ from ALPNRaft.
 func (q *QUIC) HandleALPN(proto string, fn func(*quic.Conn)) {
-	if proto == ALPNRaft || proto == "" || fn == nil {
-		q.log.Error("HandleALPN: invalid registration ignored", "alpn", proto)
+	if proto == ALPNRaft || proto == ALPNJoin || proto == "" || fn == nil {
+		q.log.Error("HandleALPN: invalid registration ignored (ALPNJoin: use HandleJoin)", "alpn", proto)
 		return
 	}
 	q.mu.Lock()
@@ -194,7 +211,9 @@ func (q *QUIC) protocols() []string {
 	defer q.mu.RUnlock()
 	protos := []string{ALPNRaft}
 	for p := range q.alpn {
-		protos = append(protos, p)
+		if p != ALPNJoin { // offered only without client authentication (joinConfig)
+			protos = append(protos, p)
+		}
 	}
 	slices.Sort(protos[1:])
 	return protos
@@ -344,6 +363,54 @@ func (q *QUIC) Close() error {
 		return fmt.Errorf("close QUIC transport: %w", err)
 	}
 	return nil
+}
+
+// dialTracked dials addr with conf and records the connection (until it
+// closes) for CloseDenied.
+func (q *QUIC) dialTracked(ctx context.Context, addr *net.UDPAddr, conf *tls.Config) (*quic.Conn, error) {
+	conn, err := q.tr.Dial(ctx, addr, conf, q.qconf)
+	if err != nil {
+		return nil, err
+	}
+	q.mu.Lock()
+	q.dialed[conn] = struct{}{}
+	q.mu.Unlock()
+	context.AfterFunc(conn.Context(), func() {
+		q.mu.Lock()
+		delete(q.dialed, conn)
+		q.mu.Unlock()
+	})
+	return conn, nil
+}
+
+// CloseDenied asks the TLS bundle's Denied hook again about the peer of
+// every open connection, accepted (raft, peer API, worker streams) or
+// dialed (raft peers, peer API), and closes those it now refuses with
+// application error 0x105, counting each as a rejection for reason
+// "revoked". Handshakes consult Denied already; call this after what
+// Denied refuses has grown, so that sessions of a revoked certificate end
+// too. Without a Denied hook it does nothing.
+func (q *QUIC) CloseDenied() {
+	if q.cfg.TLS.Denied == nil {
+		return
+	}
+	q.mu.RLock()
+	conns := make([]*quic.Conn, 0, len(q.conns)+len(q.dialed))
+	for c := range q.conns {
+		conns = append(conns, c)
+	}
+	for c := range q.dialed {
+		conns = append(conns, c)
+	}
+	q.mu.RUnlock()
+	for _, c := range conns {
+		err := q.cfg.TLS.deniedConn(c.ConnectionState().TLS)
+		if err == nil || c.Context().Err() != nil {
+			continue
+		}
+		q.onReject(fmt.Errorf("closing connection with %s: %w", c.RemoteAddr(), err))
+		_ = c.CloseWithError(errCodeRevoked, "certificate revoked")
+	}
 }
 
 func (q *QUIC) clusterID() string {

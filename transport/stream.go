@@ -22,6 +22,10 @@ type Stream interface {
 	SetWriteDeadline(t time.Time) error
 	// RemoteAddr describes the peer for logs.
 	RemoteAddr() string
+	// Peer is who the peer's certificate says it is. ok is false only for
+	// in-memory streams (tests), except on the listener's side of a stream
+	// dialled with MemNetwork.StreamDialerAs.
+	Peer() (id Identity, ok bool)
 }
 
 // StreamDialer opens streams to listeners by address. Implementations are

@@ -70,9 +70,17 @@ func (n *MemNetwork) ListenStreams(id uint64, addr string) (StreamListener, erro
 	return l, nil
 }
 
-// StreamDialer returns a dialer whose streams come from node id.
+// StreamDialer returns a dialer whose streams come from node id. Its
+// streams name no certificate identity (Peer reports ok=false).
 func (n *MemNetwork) StreamDialer(id uint64) StreamDialer {
 	return &memStreamDialer{n: n, id: id, streams: map[*memStream]struct{}{}}
+}
+
+// StreamDialerAs is StreamDialer for a node holding a certificate that
+// names who: the listener's streams report it as their Peer, as QUIC
+// streams report the verified certificate's identity.
+func (n *MemNetwork) StreamDialerAs(id uint64, who Identity) StreamDialer {
+	return &memStreamDialer{n: n, id: id, who: who, hasWho: true, streams: map[*memStream]struct{}{}}
 }
 
 type memStreamListener struct {
@@ -129,8 +137,10 @@ func (l *memStreamListener) Close() error {
 func (l *memStreamListener) Addr() string { return l.addr }
 
 type memStreamDialer struct {
-	n  *MemNetwork
-	id uint64
+	n      *MemNetwork
+	id     uint64
+	who    Identity
+	hasWho bool
 
 	mu      sync.Mutex
 	closed  bool
@@ -166,7 +176,8 @@ func (d *memStreamDialer) connect(ctx context.Context, l *memStreamListener, idl
 	sess := &memSession{n: d.n, ids: [2]uint64{d.id, l.id}, idle: idle}
 	ab, ba := newMemPipe(), newMemPipe()
 	client := &memStream{sess: sess, side: 0, in: ba, out: ab, remote: l.addr}
-	server := &memStream{sess: sess, side: 1, in: ab, out: ba, remote: fmt.Sprintf("mem-node-%d", d.id)}
+	server := &memStream{sess: sess, side: 1, in: ab, out: ba, remote: fmt.Sprintf("mem-node-%d", d.id),
+		peer: d.who, hasPeer: d.hasWho}
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
@@ -264,6 +275,8 @@ type memStream struct {
 	side    int
 	in, out *memPipe
 	remote  string
+	peer    Identity
+	hasPeer bool
 	onClose func()
 	once    sync.Once
 
@@ -273,6 +286,8 @@ type memStream struct {
 }
 
 func (s *memStream) RemoteAddr() string { return s.remote }
+
+func (s *memStream) Peer() (Identity, bool) { return s.peer, s.hasPeer }
 
 func (s *memStream) SetReadDeadline(t time.Time) error {
 	s.dlMu.Lock()

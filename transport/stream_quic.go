@@ -22,6 +22,7 @@ const streamAcceptTimeout = 10 * time.Second
 type quicStream struct {
 	conn *quic.Conn
 	s    *quic.Stream
+	peer Identity // verified in the handshake
 	once sync.Once
 }
 
@@ -30,6 +31,7 @@ func (q *quicStream) Write(p []byte) (int, error)        { return q.s.Write(p) }
 func (q *quicStream) SetReadDeadline(t time.Time) error  { return q.s.SetReadDeadline(t) }
 func (q *quicStream) SetWriteDeadline(t time.Time) error { return q.s.SetWriteDeadline(t) }
 func (q *quicStream) RemoteAddr() string                 { return q.conn.RemoteAddr().String() }
+func (q *quicStream) Peer() (Identity, bool)             { return q.peer, true }
 
 func (q *quicStream) Close() error {
 	q.once.Do(func() {
@@ -57,7 +59,7 @@ type quicStreamListener struct {
 // socket, beside raft: each connection that negotiates proto contributes
 // one stream to Accept. Call it once per protocol, before peers dial.
 func (q *QUIC) ListenStreams(proto string) (StreamListener, error) {
-	if proto == ALPNRaft || proto == "" {
+	if proto == ALPNRaft || proto == ALPNJoin || proto == "" {
 		return nil, fmt.Errorf("listen streams: protocol %q is reserved or empty", proto)
 	}
 	l := &quicStreamListener{q: q, alpn: proto, ch: make(chan Stream), closed: make(chan struct{}),
@@ -69,6 +71,12 @@ func (q *QUIC) ListenStreams(proto string) (StreamListener, error) {
 // serveConn runs on the transport's goroutine for one connection and must
 // return once the connection is closed.
 func (l *quicStreamListener) serveConn(conn *quic.Conn) {
+	// The handshake checked the chain, the cluster and the role.
+	peer, err := PeerIdentity(conn.ConnectionState().TLS)
+	if err != nil {
+		_ = conn.CloseWithError(errCodeBadHeader, "no identity")
+		return
+	}
 	ctx, cancel := context.WithTimeout(conn.Context(), streamAcceptTimeout)
 	s, err := conn.AcceptStream(ctx)
 	cancel()
@@ -76,7 +84,7 @@ func (l *quicStreamListener) serveConn(conn *quic.Conn) {
 		_ = conn.CloseWithError(errCodeBadHeader, "no stream opened")
 		return
 	}
-	qs := &quicStream{conn: conn, s: s}
+	qs := &quicStream{conn: conn, s: s, peer: peer}
 	l.mu.Lock()
 	l.streams[qs] = struct{}{}
 	l.mu.Unlock()
@@ -171,6 +179,9 @@ func NewQUICDialer(cfg QUICDialerConfig) (*QUICDialer, error) {
 	}
 	d := &QUICDialer{
 		cfg: cfg,
+		// Presents the bundle's current certificate and checks the
+		// controller against its current CA (and Denied) at every dial,
+		// so a Reload needs no new dialer.
 		tls: cfg.TLS.ClientConfig(cfg.ALPN),
 		qconf: &quic.Config{
 			HandshakeIdleTimeout: handshakeTimeout,
@@ -248,7 +259,12 @@ func (d *QUICDialer) DialStream(ctx context.Context, addr string) (Stream, error
 		_ = conn.CloseWithError(errCodeShutdown, "")
 		return nil, fmt.Errorf("open stream to %s: %w", addr, err)
 	}
-	return &quicStream{conn: conn, s: s}, nil
+	peer, err := PeerIdentity(conn.ConnectionState().TLS)
+	if err != nil {
+		_ = conn.CloseWithError(errCodeShutdown, "")
+		return nil, fmt.Errorf("dial %s: %w", addr, err)
+	}
+	return &quicStream{conn: conn, s: s, peer: peer}, nil
 }
 
 // LocalAddr returns the dialer's UDP address.

@@ -163,9 +163,14 @@ func TestQUICStreams_WorkerALPNSharesTheClusterListener(t *testing.T) {
 	require.Equal(t, frame, got)
 	require.NoError(t, s.Close())
 
-	// A worker certificate from another CA is refused at the handshake.
-	rogue := clusterBundles(t, 1)[0]
-	sneaky := &TLSBundle{CA: bundles[0].CA, Cert: rogue.Cert}
+	// A worker certificate from another CA is refused at the handshake. The
+	// rogue trusts our CA and claims our cluster, so that it is the
+	// controller that refuses it.
+	otherCA := t.TempDir()
+	require.NoError(t, CreateCA(otherCA, ""))
+	rogue := issueBundle(t, otherCA, RoleWorker, "w-rogue")
+	sneaky := &TLSBundle{CA: bundles[0].CA, Cert: rogue.Cert,
+		Self: Identity{Cluster: bundles[0].Self.Cluster, Role: RoleWorker, ID: "w-rogue"}}
 	rd, err := NewQUICDialer(QUICDialerConfig{TLS: sneaky, ALPN: ALPNWorker, LocalAddr: "127.0.0.1:0"})
 	require.NoError(t, err)
 	t.Cleanup(func() { rd.Close() })
@@ -179,6 +184,7 @@ func TestQUICStreams_WorkerALPNSharesTheClusterListener(t *testing.T) {
 		_, err = readWithin(t, rs, 1, 5*time.Second)
 	}
 	require.Error(t, err)
+	require.Equal(t, 1.0, rejectedCount(t, ctrl.reg, RejectUntrustedCert), "the controller refused it")
 
 	// Closing the listener ends accepted sessions.
 	s3 := dialWorkerStream(t, bundles[1], ctrl.q.Addr().String())

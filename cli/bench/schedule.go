@@ -29,7 +29,9 @@ func (e Env) scheduleCommand() *cli.Command {
 			"stopped at the end. Example, against scripts/cluster.sh start:\n" +
 			"   corral bench schedule --endpoints http://127.0.0.1:8081,http://127.0.0.1:8082,http://127.0.0.1:8083 \\\n" +
 			"     --controllers 127.0.0.1:7081,127.0.0.1:7082,127.0.0.1:7083 --tls-dir /tmp/corral-cluster/tls \\\n" +
-			"     --workers 1000 --allocations 100000",
+			"     --workers 1000 --allocations 100000\n" +
+			"--tls-dir must hold a controller certificate (scripts/cluster.sh issues one there): the simulated\n" +
+			"workers share it, and a worker certificate may speak only for the one worker it names.",
 		Flags: append(e.ClientFlags(),
 			&cli.StringFlag{Name: "controllers", EnvVars: e.EnvVars("controllers"), Usage: "the controllers' cluster (QUIC) addresses"},
 			&cli.StringFlag{Name: "tls-dir", EnvVars: e.EnvVars("tls-dir"), Usage: "directory with the cluster CA and a node certificate"},
@@ -77,7 +79,7 @@ func (e Env) scheduleAction(c *cli.Context) error {
 		return err
 	}
 	if wcfg.tlsDir == "" {
-		return errors.New("missing --tls-dir: the cluster CA and a node certificate (e.g. /tmp/corral-cluster/tls)")
+		return errors.New("missing --tls-dir: the cluster CA and a controller certificate (e.g. /tmp/corral-cluster/tls from scripts/cluster.sh)")
 	}
 	if wcfg.ramp <= 0 {
 		wcfg.ramp = max(time.Duration(b.workers)*10*time.Millisecond, time.Second)

@@ -37,6 +37,8 @@ func (e Env) workersCommand() *cli.Command {
 			"   corral bench workers --endpoints http://127.0.0.1:8081,http://127.0.0.1:8082,http://127.0.0.1:8083 \\\n" +
 			"     --controllers 127.0.0.1:7081,127.0.0.1:7082,127.0.0.1:7083 --tls-dir /tmp/corral-cluster/tls \\\n" +
 			"     --workers 1000 --duration 30s\n" +
+			"--tls-dir must hold a controller certificate (scripts/cluster.sh issues one there): the simulated\n" +
+			"workers share it, and a worker certificate may speak only for the one worker it names.\n" +
 			"With --kill-leader-every the leader is killed (SIGKILL) that often while measuring, --kills times, and\n" +
 			"restarted with the same command line, working directory and environment (so it must run on this\n" +
 			"machine); the report says, per kill, how long each worker took to get a heartbeat acknowledged by the\n" +
@@ -90,7 +92,7 @@ func (e Env) parseWorkers(c *cli.Context) (benchWorkersConfig, error) {
 	}
 	switch {
 	case cfg.tlsDir == "":
-		return cfg, errors.New("missing --tls-dir: the cluster CA and a node certificate (e.g. /tmp/corral-cluster/tls)")
+		return cfg, errors.New("missing --tls-dir: the cluster CA and a controller certificate (e.g. /tmp/corral-cluster/tls from scripts/cluster.sh)")
 	case cfg.workers < 1 || cfg.workers > 100000:
 		return cfg, fmt.Errorf("--workers must be between 1 and 100000, got %d", cfg.workers)
 	case cfg.duration <= 0:

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/corral-dev/corral/roles/controller/api"
 	"github.com/corral-dev/corral/transport"
 )
 
@@ -46,10 +47,26 @@ type Config struct {
 	ClusterID string
 	// TLSDir holds ca.pem, node.pem and node-key.pem for QUIC mutual TLS.
 	TLSDir string
+	// CADir, when set, holds the cluster CA (ca.pem and ca-key.pem): the
+	// controller then signs the certificates of workers that join with a
+	// token (join.go). Without it, join requests are refused with an error
+	// naming --ca-dir.
+	CADir string
 	// APITokenFile, when set, holds the bearer token every API call needs.
 	APITokenFile string
-	// HTTPInsecure allows a non-loopback HTTP address without a token.
+	// HTTPInsecure allows a non-loopback HTTP address without TLS or a
+	// token.
 	HTTPInsecure bool
+	// HTTPTLSCert and HTTPTLSKey, when set (both), serve the API and the
+	// metrics listener over HTTPS with this pair, reloaded when the files
+	// change. The node certificate (TLSDir's node.pem, node-key.pem) will do.
+	HTTPTLSCert, HTTPTLSKey string
+	// MetricsAddr, when set, serves GET /metrics (and /healthz, /readyz)
+	// on a listener of its own instead of the API port.
+	MetricsAddr string
+	// MetricsTokenFile, when set, holds the bearer token GET /metrics
+	// needs (the API token is accepted too).
+	MetricsTokenFile string
 	// EnablePprof serves Go's runtime profiles under /debug/pprof/ on the
 	// API (behind the API token), as etcd's --enable-pprof does.
 	EnablePprof bool
@@ -84,6 +101,11 @@ type Config struct {
 	// use MemNetwork.ListenStreams); nil serves ALPNWorker on the QUIC
 	// cluster listener, or no workers with an injected Transport.
 	WorkerListener transport.StreamListener
+	// PeerHTTPListener and PeerHTTPDialer, when set, carry API requests
+	// between controllers (in-process tests use the in-memory network);
+	// nil serves and dials ALPNPeerHTTP on the QUIC cluster link.
+	PeerHTTPListener transport.StreamListener
+	PeerHTTPDialer   transport.StreamDialer
 
 	// ApplyHook, when set, runs on the raft loop before every batch of
 	// committed entries is applied. It exists for tests, which block it to
@@ -138,12 +160,18 @@ func (c *Config) Validate() error {
 	case len(c.Join) > 0 && c.ClusterAddr == "" && c.Peers[c.NodeID] == "":
 		return errors.New("--cluster-addr is required with --join")
 	case c.Transport == nil && c.TLSDir == "":
-		return errors.New("--tls-dir is required (create one with: corral certs create --dir DIR --hosts 127.0.0.1,localhost)")
+		return errors.New("--tls-dir is required (issue one with: corral certs issue --ca-dir CA --role controller --id N --out DIR)")
 	case c.ElectionTicks <= c.HeartbeatTicks:
 		return errors.New("election ticks must be greater than heartbeat ticks")
 	}
 	if err := c.checkFailoverFits(); err != nil {
 		return err
+	}
+	if err := c.checkMetrics(); err != nil {
+		return err
+	}
+	if (c.HTTPTLSCert == "") != (c.HTTPTLSKey == "") {
+		return errors.New("--http-tls-cert and --http-tls-key go together: give both (e.g. the node's node.pem and node-key.pem) or neither")
 	}
 	if _, ok := c.Peers[c.NodeID]; !ok && len(c.Join) == 0 {
 		return fmt.Errorf("--controllers does not list this node's id %d", c.NodeID)
@@ -211,6 +239,29 @@ func (c *Config) checkFailoverFits() error {
 			"workers would fence themselves while a new leader is elected. Use --session-timeout %v or more "+
 			"(%v, ten election timeouts, also leaves room for a split vote), or a shorter --tick-interval",
 			c.SessionTimeout, election, c.ElectionTicks, c.TickInterval, minimum, 10*election)
+	}
+	return nil
+}
+
+// checkMetrics checks --metrics-addr and reads --metrics-token-file now,
+// so a bad one stops the controller before it opens anything.
+func (c *Config) checkMetrics() error {
+	if c.MetricsAddr != "" {
+		if c.HTTPAddr == "" {
+			return errors.New("--metrics-addr needs --http-addr: metrics move off the API port, which is not served")
+		}
+		_, port, err := net.SplitHostPort(c.MetricsAddr)
+		if err != nil {
+			return fmt.Errorf("bad --metrics-addr %q: want HOST:PORT, e.g. 127.0.0.1:9090: %v", c.MetricsAddr, err)
+		}
+		if c.MetricsAddr == c.HTTPAddr && port != "0" {
+			return fmt.Errorf("--metrics-addr %s is also --http-addr: give the metrics listener a port of its own", c.MetricsAddr)
+		}
+	}
+	if c.MetricsTokenFile != "" {
+		if _, err := api.ReadTokenFile(c.MetricsTokenFile, "metrics token"); err != nil {
+			return fmt.Errorf("--metrics-token-file: %w", err)
+		}
 	}
 	return nil
 }

@@ -8,6 +8,8 @@ package controller
 
 import (
 	"context"
+	"crypto/tls"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -21,6 +23,7 @@ import (
 	"github.com/corral-dev/corral/roles/controller/fault"
 	"github.com/corral-dev/corral/roles/controller/replica"
 	"github.com/corral-dev/corral/roles/controller/sessions"
+	"github.com/corral-dev/corral/transport"
 )
 
 // Controller is one member of the metadata quorum and, while it leads,
@@ -55,6 +58,10 @@ func Start(cfg Config) (*Controller, error) {
 		log: cfg.Logger.With("component", "controller", "node", cfg.NodeID),
 		reg: prometheus.NewRegistry(),
 	}
+	joinCA, err := loadJoinCA(&cfg) // join.go
+	if err != nil {
+		return nil, err
+	}
 	r, err := replica.Open(replica.Config{
 		NodeID: cfg.NodeID, DataDir: cfg.DataDir, ClusterAddr: cfg.ClusterAddr, ClusterID: cfg.ClusterID,
 		Peers: cfg.Peers, Join: cfg.Join, Token: cfg.Token, TLSDir: cfg.TLSDir, Transport: cfg.Transport,
@@ -73,6 +80,7 @@ func Start(cfg Config) (*Controller, error) {
 		return nil, err
 	}
 	c.r = r
+	c.startJoin(joinCA) // join.go
 	// The parts the hooks reach exist before the raft loop runs.
 	c.startCoord()
 	if err := c.startWorkerSessions(); err != nil {
@@ -82,19 +90,40 @@ func Start(cfg Config) (*Controller, error) {
 	c.startScheduler()
 	r.Start()
 	go c.expireLoop() // coord_loop.go
+	var httpTLS *tls.Config
+	if cfg.HTTPTLSCert != "" {
+		kp, err := transport.NewKeyPairReloader(cfg.HTTPTLSCert, cfg.HTTPTLSKey, c.log)
+		if err != nil {
+			c.Close()
+			return nil, fmt.Errorf("load --http-tls-cert/--http-tls-key: %w", err)
+		}
+		httpTLS = kp.ServerTLS()
+		if err := transport.RegisterCertExpiry(c.reg, "http", kp.Leaf); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
 	c.api = api.New(api.Config{
 		NodeID: cfg.NodeID, HTTPAddr: cfg.HTTPAddr, APITokenFile: cfg.APITokenFile, HTTPInsecure: cfg.HTTPInsecure,
+		MetricsAddr: cfg.MetricsAddr, MetricsTokenFile: cfg.MetricsTokenFile,
 		EnablePprof: cfg.EnablePprof, RequestTimeout: cfg.RequestTimeout, TickInterval: cfg.TickInterval,
-		Registry: c.reg, Stopping: r.Stopping(), Logger: c.log,
+		Registry: c.reg, Stopping: r.Stopping(), Logger: c.log, PeerTransport: c.peerTransport(), TLS: httpTLS,
 	}, c.apiBackend())
 	if cfg.HTTPAddr != "" {
 		if err := c.api.Listen(); err != nil {
 			c.Close()
 			return nil, err
 		}
+		if err := c.servePeers(); err != nil {
+			c.Close()
+			return nil, err
+		}
 		go r.AnnounceHTTP(c.HTTPAddr())
+	} else if cfg.PeerHTTPListener != nil {
+		_ = cfg.PeerHTTPListener.Close() // no API to serve peers
 	}
 	c.log.Info("controller started", "cluster_addr", cfg.ClusterAddr, "http_addr", c.HTTPAddr(),
+		"metrics_addr", c.MetricsAddr(),
 		"cluster_id", c.ClusterID(), "peers", len(cfg.Peers))
 	return c, nil
 }
@@ -127,6 +156,14 @@ func (c *Controller) ClusterAddrs() []string {
 
 // ClusterID returns the cluster id, or "" before the first leader set it.
 func (c *Controller) ClusterID() string { return c.r.ClusterID() }
+
+// ReloadTLS reads --tls-dir again (SIGHUP): new raft, peer API and worker
+// handshakes use the new certificate, key and CA, while established
+// connections stay up. Files that do not load, do not chain to ca.pem or
+// name another identity are refused, logged, and the current ones kept;
+// the error says why. The HTTPS pair (--http-tls-cert) needs no call: it
+// is reloaded when its files change.
+func (c *Controller) ReloadTLS() error { return c.r.ReloadTLS() }
 
 // Registry exposes this controller's metrics registry.
 func (c *Controller) Registry() *prometheus.Registry { return c.reg }
@@ -166,6 +203,10 @@ func (c *Controller) Handler() http.Handler { return c.api.Handler() }
 
 // HTTPAddr returns the address the API listens on ("" without HTTP).
 func (c *Controller) HTTPAddr() string { return c.api.Addr() }
+
+// MetricsAddr returns the address of the --metrics-addr listener ("" when
+// metrics are served on the API port).
+func (c *Controller) MetricsAddr() string { return c.api.MetricsAddr() }
 
 // Failed delivers an error when the controller stopped on its own (a
 // storage failure or a data dir of another cluster).

@@ -141,6 +141,29 @@ func TestHTTP_NonLoopbackNeedsTokenOrInsecure(t *testing.T) {
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	_, err := Start(cfg)
 	require.ErrorContains(t, err, "--http-insecure")
+
+	// A token alone is not enough off loopback: it would cross the
+	// network in clear.
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	require.NoError(t, os.WriteFile(tokenFile, []byte("s3cret\n"), 0o600))
+	cfg.DataDir, cfg.APITokenFile = t.TempDir(), tokenFile
+	cfg.Transport = transport.NewMemNetwork(1).Transport(1)
+	_, err = Start(cfg)
+	require.ErrorContains(t, err, "in plain HTTP, where tokens would cross the network in clear; set --http-tls-cert and --http-tls-key")
+
+	// With TLS and a token it serves.
+	tlsDir := filepath.Join(t.TempDir(), "tls")
+	require.NoError(t, transport.CreateCerts(tlsDir, transport.RoleController, "1", []string{"127.0.0.1"}))
+	cfg.DataDir, cfg.Transport = t.TempDir(), transport.NewMemNetwork(1).Transport(1)
+	cfg.HTTPTLSCert, cfg.HTTPTLSKey = filepath.Join(tlsDir, transport.NodeFile), filepath.Join(tlsDir, transport.NodeKeyFile)
+	c, err := Start(cfg)
+	require.NoError(t, err)
+	require.NoError(t, c.Close())
+
+	cfg.DataDir, cfg.HTTPTLSKey = t.TempDir(), ""
+	cfg.Transport = transport.NewMemNetwork(1).Transport(1)
+	_, err = Start(cfg)
+	require.ErrorContains(t, err, "--http-tls-cert and --http-tls-key go together")
 }
 
 func TestHTTP_WritesWithoutQuorumFailFastWith503(t *testing.T) {

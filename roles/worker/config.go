@@ -2,6 +2,7 @@ package worker
 
 import (
 	"bufio"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -47,6 +48,16 @@ type Config struct {
 	Controllers []string
 	// TLSDir holds ca.pem, node.pem and node-key.pem (the cluster CA).
 	TLSDir string
+	// JoinToken, instead of TLSDir, bootstraps the worker's certificate:
+	// on first start the worker makes a key and trades the token for a
+	// certificate with a controller started with --ca-dir (join.go), and
+	// keeps the files in DataDir/tls; later starts use them and ignore the
+	// token. CACert is the cluster's ca.pem, which the controllers'
+	// certificates must chain to. JoinContext, when set, ends the join
+	// early (the process is stopping).
+	JoinToken   string
+	CACert      string
+	JoinContext context.Context
 	// Labels are free-form key=value attributes for scheduling.
 	Labels map[string]string
 	// CPUMillis and MemoryMB are the capacity offered; 0 means the
@@ -153,12 +164,36 @@ func (c *Config) validate() error {
 		return errors.New("--data-dir is required (the worker keeps its id there)")
 	case len(c.Controllers) == 0:
 		return errors.New("--controllers is required: the controllers' cluster addresses, e.g. 127.0.0.1:7001,127.0.0.1:7002")
-	case c.Dialer == nil && c.TLSDir == "":
-		return errors.New("--tls-dir is required (the same CA as the controllers; see 'corral certs create')")
+	case c.JoinToken != "" && c.TLSDir != "":
+		return fmt.Errorf("give --tls-dir or --join-token, not both: a worker that joins with a token keeps its certificate in %s",
+			filepath.Join(c.DataDir, JoinTLSDir))
+	case c.JoinToken != "" && c.CACert == "":
+		return errors.New("--join-token needs --ca-cert: the cluster's ca.pem, to check the controllers with")
+	case c.JoinToken == "" && c.CACert != "":
+		return errors.New("--ca-cert goes with --join-token (with --tls-dir, the CA is the TLS dir's ca.pem)")
+	case c.JoinToken != "" && c.Dialer != nil:
+		return errors.New("--join-token needs the QUIC transport (this worker has an injected dialer)")
+	case c.Dialer == nil && c.TLSDir == "" && c.JoinToken == "":
+		return errors.New("--tls-dir is required (this worker's certificate from the controllers' CA; see 'corral certs issue'), or join with --join-token and --ca-cert")
 	case c.CPUMillis < 0 || c.MemoryMB < 0:
 		return errors.New("--cpu and --memory must not be negative")
 	}
 	return nil
+}
+
+// idFromCertificate is the worker id the certificate binds this worker to:
+// a worker certificate names exactly one worker, and the controllers refuse
+// this worker under any other id. A controller certificate (combined mode,
+// `corral bench`) binds none, so want stands.
+func idFromCertificate(self transport.Identity, want string) (string, error) {
+	if self.Role != transport.RoleWorker {
+		return want, nil
+	}
+	if want != "" && want != self.ID {
+		return "", fmt.Errorf("the TLS certificate is for worker %s, not %s: start with --node-id=%s or issue a certificate for %s with 'corral certs issue --role worker --id %s'",
+			self.ID, want, self.ID, want, want)
+	}
+	return self.ID, nil
 }
 
 // resolveWorkerID returns the id kept in dataDir, checking it against want

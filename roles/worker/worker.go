@@ -42,6 +42,7 @@ type Worker struct {
 	met         *workerAgentMetrics
 	dialer      transport.StreamDialer
 	ownDialer   bool
+	tls         *transport.TLSBundle // nil with an injected Dialer
 	load        func() transport.WorkerLoad
 
 	httpSrv *http.Server
@@ -148,12 +149,27 @@ func Start(cfg Config) (*Worker, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	var bundle *transport.TLSBundle
+	if cfg.Dialer == nil {
+		var err error
+		if cfg.JoinToken != "" {
+			if cfg.TLSDir, err = joinCluster(&cfg); err != nil { // join.go
+				return nil, err
+			}
+		}
+		if bundle, err = transport.LoadTLSDir(cfg.TLSDir); err != nil {
+			return nil, fmt.Errorf("load TLS files: %w", err)
+		}
+		if cfg.ID, err = idFromCertificate(bundle.Self, cfg.ID); err != nil {
+			return nil, err
+		}
+	}
 	id, err := resolveWorkerID(cfg.DataDir, cfg.ID)
 	if err != nil {
 		return nil, err
 	}
 	w := &Worker{
-		cfg: cfg, id: id, incarnation: newIncarnation(), reg: cfg.Registry, dialer: cfg.Dialer, load: cfg.Load,
+		cfg: cfg, id: id, incarnation: newIncarnation(), reg: cfg.Registry, dialer: cfg.Dialer, load: cfg.Load, tls: bundle,
 		done: make(chan struct{}), inbox: make(chan inbound, 16), dialc: make(chan dialResult, 1),
 		pending: map[uint64]time.Time{}, standby: map[string]*wconn{}, timeout: transport.DefaultSessionTimeout,
 	}
@@ -173,14 +189,16 @@ func Start(cfg Config) (*Worker, error) {
 		w.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	w.met = newWorkerAgentMetrics(w.reg)
+	if bundle != nil {
+		// In combined mode the controller registered it first, from the same TLS dir.
+		if err := transport.RegisterCertExpiry(w.reg, "node", bundle.Leaf); err != nil {
+			return nil, err
+		}
+	}
 	if w.load == nil {
 		w.load = (&procLoad{}).sample
 	}
 	if w.dialer == nil {
-		bundle, err := transport.LoadTLSDir(cfg.TLSDir)
-		if err != nil {
-			return nil, fmt.Errorf("load TLS files: %w", err)
-		}
 		d, err := transport.NewQUICDialer(transport.QUICDialerConfig{TLS: bundle, ALPN: transport.ALPNWorker, Logger: w.log,
 			RequestInterval: cfg.HeartbeatInterval})
 		if err != nil {
@@ -219,6 +237,18 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	<-ctx.Done()
 	return w.Close()
+}
+
+// ReloadTLS reads the TLS dir again (SIGHUP): later connections to the
+// controllers present the new certificate and check them against the new
+// CA, while the current session's connection stays up. Files that do not
+// load, do not chain to ca.pem or name another identity are refused,
+// logged, and the current ones kept; the error says why.
+func (w *Worker) ReloadTLS() error {
+	if w.tls == nil {
+		return errors.New("reload TLS: this worker uses no TLS dir (injected dialer)")
+	}
+	return w.tls.ReloadAndLog(w.log)
 }
 
 // ID returns the worker's id.

@@ -45,36 +45,21 @@ func (s *Server) forwardToLeader(w http.ResponseWriter, r *http.Request, body []
 	if lead == 0 {
 		return fault.ErrNoLeader
 	}
-	_, addr := s.cluster.MemberAddress(lead)
-	if addr == "" || r.Header.Get(forwardedHeader) != "" || lead == s.cfg.NodeID {
+	if _, ok := s.peerBase(lead); !ok || r.Header.Get(forwardedHeader) != "" || lead == s.cfg.NodeID {
 		return fault.ErrNotLeader
 	}
-	req, err := s.leaderRequest(r, r.Method, addr, bytes.NewReader(body))
+	req, err := s.leaderRequest(r, r.Method, lead, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Content-Type", r.Header.Get("Content-Type"))
-	resp, err := (&http.Client{Timeout: 4 * s.cfg.RequestTimeout}).Do(req)
+	resp, err := s.peerClient(4 * s.cfg.RequestTimeout).Do(req)
 	if err != nil {
-		return notLeader("forward to leader %d at %s: %v; retry on another controller", lead, addr, err)
+		return notLeader("forward to leader %d: %v; retry on another controller", lead, err)
 	}
 	defer resp.Body.Close()
 	copyResponse(w, resp)
 	return nil
-}
-
-// leaderRequest is r replayed at the leader's HTTP address: marked as
-// forwarded (so it is not bounced again) and with the client's token.
-func (s *Server) leaderRequest(r *http.Request, method, addr string, body io.Reader) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(r.Context(), method, "http://"+addr+r.URL.RequestURI(), body)
-	if err != nil {
-		return nil, err // unwrapped: its text is the answer's message, as before
-	}
-	req.Header.Set(forwardedHeader, strconv.FormatUint(s.cfg.NodeID, 10))
-	if a := r.Header.Get("Authorization"); a != "" {
-		req.Header.Set("Authorization", a)
-	}
-	return req, nil
 }
 
 // copyResponse answers with the leader's answer as it is.
@@ -91,7 +76,7 @@ func (s *Server) waitLeaderHTTP(ctx context.Context) {
 	defer cancel()
 	for ctx.Err() == nil {
 		if lead := s.cluster.LeaderID(); lead != 0 && lead != s.cfg.NodeID {
-			if _, addr := s.cluster.MemberAddress(lead); addr != "" {
+			if _, ok := s.peerBase(lead); ok {
 				return
 			}
 		}

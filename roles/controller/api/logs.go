@@ -112,17 +112,16 @@ func (s *Server) copyLog(ctx context.Context, w http.ResponseWriter, worker stri
 // having written nothing, when the leader cannot be asked.
 func (s *Server) relayToLeader(w http.ResponseWriter, r *http.Request) error {
 	lead := s.cluster.LeaderID()
-	_, addr := s.cluster.MemberAddress(lead)
-	if lead == 0 || addr == "" || r.Header.Get(forwardedHeader) != "" {
+	if _, ok := s.peerBase(lead); !ok || r.Header.Get(forwardedHeader) != "" {
 		return fault.ErrNoLeader
 	}
-	req, err := s.leaderRequest(r, http.MethodGet, addr, nil)
+	req, err := s.leaderRequest(r, http.MethodGet, lead, nil)
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := s.peerClient(0).Do(req) // a followed log never ends by itself
 	if err != nil {
-		return notLeader("relay to leader %d at %s: %v; retry on another controller", lead, addr, err)
+		return notLeader("relay to leader %d: %v; retry on another controller", lead, err)
 	}
 	defer resp.Body.Close()
 	w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))

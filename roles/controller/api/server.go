@@ -9,21 +9,21 @@ package api
 import (
 	"context"
 	"crypto/subtle"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/corral-dev/corral/metadata"
 	"github.com/corral-dev/corral/roles/controller/fault"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // API limits, enforced before anything is proposed.
@@ -173,6 +173,13 @@ type Config struct {
 	APITokenFile string
 	// HTTPInsecure allows a non-loopback address without a token.
 	HTTPInsecure bool
+	// MetricsAddr, when set, is a second listener serving only GET
+	// /metrics, /healthz and /readyz; the API port then answers /metrics
+	// with 404 (metrics_http.go). Empty serves /metrics on the API port.
+	MetricsAddr string
+	// MetricsTokenFile, when set, holds the bearer token GET /metrics
+	// needs (the API token is accepted too), wherever it is served.
+	MetricsTokenFile string
 	// EnablePprof serves /debug/pprof (behind the token).
 	EnablePprof bool
 	// RequestTimeout bounds forwarded requests and give-up proposals.
@@ -181,6 +188,15 @@ type Config struct {
 	TickInterval time.Duration
 	// Registry serves /metrics and receives the API's own metrics.
 	Registry *prometheus.Registry
+	// TLS, when set, serves the API (and the metrics listener) over HTTPS.
+	// nil serves plain HTTP, which a non-loopback address refuses unless
+	// HTTPInsecure says so.
+	TLS *tls.Config
+	// PeerTransport carries requests to other controllers (forwarding to
+	// the leader, log relay, the dashboard's peer views) over the
+	// mutual-TLS cluster link, addressed by transport.PeerURL. nil sends
+	// them to the peers' HTTP addresses: only the API's unit tests do.
+	PeerTransport http.RoundTripper
 	// Stopping is closed when the controller begins to stop: long-lived
 	// streams end.
 	Stopping <-chan struct{}
@@ -199,8 +215,14 @@ type Server struct {
 	log          *slog.Logger
 	httpDuration *prometheus.HistogramVec
 	token        []byte
+	metricsToken []byte // metrics_http.go
 	http         *http.Server
 	httpLn       net.Listener
+	metricsHTTP  *http.Server // nil unless cfg.MetricsAddr is set
+	metricsLn    net.Listener
+	peerMu       sync.Mutex
+	peerHTTP     *http.Server // ServePeers (peer.go)
+	peerAsks     peerAsks     // the dashboard's view of the other controllers (ui_peers.go)
 	stopc        <-chan struct{}
 }
 
@@ -222,35 +244,45 @@ func New(cfg Config, b Backend) *Server {
 	return s
 }
 
-// Listen reads the token, checks the address is safe to serve on and
-// starts serving in the background.
+// Listen reads the tokens, checks the address is safe to serve on and
+// starts serving in the background: the API and, with cfg.MetricsAddr,
+// the metrics listener (metrics_http.go), which is bound first so that
+// nothing serves if either address cannot be bound.
 func (s *Server) Listen() error {
-	return s.startHTTP()
+	if err := s.listenMetrics(); err != nil {
+		return err
+	}
+	if err := s.startHTTP(); err != nil {
+		_ = s.shutdownMetrics(context.Background()) // bound, never served
+		s.metricsLn = nil
+		return err
+	}
+	s.serveMetrics()
+	return nil
 }
 
 // Shutdown stops the HTTP server, letting requests in flight finish
 // within ctx.
 func (s *Server) Shutdown(ctx context.Context) error {
+	peerErr := s.shutdownPeers(ctx)
+	metricsErr := s.shutdownMetrics(ctx)
 	if s.http == nil {
-		return nil
+		return errors.Join(peerErr, metricsErr)
 	}
-	return s.http.Shutdown(ctx)
+	return errors.Join(s.http.Shutdown(ctx), peerErr, metricsErr)
 }
 
-// loadToken reads cfg.APITokenFile, if set, into the token auth checks.
+// loadToken reads cfg.APITokenFile and cfg.MetricsTokenFile, if set,
+// into the tokens auth and the metrics guard check.
 func (s *Server) loadToken() error {
-	if s.cfg.APITokenFile == "" {
-		return nil
+	if s.cfg.APITokenFile != "" {
+		tok, err := ReadTokenFile(s.cfg.APITokenFile, "API token")
+		if err != nil {
+			return err
+		}
+		s.token = tok
 	}
-	b, err := os.ReadFile(s.cfg.APITokenFile)
-	if err != nil {
-		return fmt.Errorf("read API token file: %w", err)
-	}
-	s.token = []byte(strings.TrimSpace(string(b)))
-	if len(s.token) == 0 {
-		return fmt.Errorf("API token file %s is empty", s.cfg.APITokenFile)
-	}
-	return nil
+	return s.loadMetricsToken() // metrics_http.go
 }
 
 func (s *Server) startHTTP() error {
@@ -260,6 +292,12 @@ func (s *Server) startHTTP() error {
 	host, _, err := net.SplitHostPort(s.cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("bad --http-addr %q: %w", s.cfg.HTTPAddr, err)
+	}
+	if s.cfg.TLS == nil && !isLoopback(host) {
+		if !s.cfg.HTTPInsecure {
+			return fmt.Errorf("refusing to serve the API on %s in plain HTTP, where tokens would cross the network in clear; set --http-tls-cert and --http-tls-key, use a loopback address, or pass --http-insecure", s.cfg.HTTPAddr)
+		}
+		s.log.Warn("API serves plain HTTP to the network (--http-insecure): tokens cross it in clear", "http_addr", s.cfg.HTTPAddr)
 	}
 	if s.token == nil && !isLoopback(host) {
 		if !s.cfg.HTTPInsecure {
@@ -272,7 +310,10 @@ func (s *Server) startHTTP() error {
 		return fmt.Errorf("listen for HTTP on %s: %w", s.cfg.HTTPAddr, err)
 	}
 	s.httpLn = ln
-	s.http = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	if s.cfg.TLS != nil {
+		ln = tls.NewListener(ln, s.cfg.TLS)
+	}
+	s.http = s.newHTTPServer()
 	go func() {
 		if err := s.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.log.Error("HTTP server stopped", "err", err)
@@ -282,6 +323,11 @@ func (s *Server) startHTTP() error {
 		s.log.Info("API has no token: listening on loopback only", "http_addr", ln.Addr().String())
 	}
 	return nil
+}
+
+// newHTTPServer is the API's server, for clients and for peers alike.
+func (s *Server) newHTTPServer() *http.Server {
+	return &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
 }
 
 func isLoopback(host string) bool {
@@ -303,11 +349,9 @@ func (s *Server) Addr() string {
 // Handler returns the API with auth and metrics applied.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", s.handle(func(http.ResponseWriter, *http.Request) (any, error) {
-		return map[string]string{"status": "ok"}, nil
-	}))
+	mux.HandleFunc("GET /healthz", s.handle(handleHealthz))
 	mux.HandleFunc("GET /readyz", s.handle(s.handleReadyz))
-	mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{}))
+	mux.Handle("GET /metrics", s.apiPortMetrics()) // metrics_http.go
 	mux.HandleFunc("PUT /v1/kv/{key...}", s.handle(s.handlePut))
 	mux.HandleFunc("GET /v1/kv/{key...}", s.handle(s.handleGet))
 	mux.HandleFunc("DELETE /v1/kv/{key...}", s.handle(s.handleDelete))
@@ -321,6 +365,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/snapshot", s.handle(s.handleSnapshot))
 	s.registerCoordRoutes(mux) // leases, watches, locks, elections, services (http_coord.go)
 	s.registerJobRoutes(mux)   // jobs, allocations, logs, drain (http_jobs.go)
+	s.registerCertRoutes(mux)  // the certificate deny-list (certs.go)
+	s.registerTokenRoutes(mux) // worker join tokens (tokens.go)
 	s.registerUIRoutes(mux)    // dashboard under /ui/, / redirects there, GET /v1/events (http_ui.go)
 	if s.cfg.EnablePprof {
 		registerPprof(mux)

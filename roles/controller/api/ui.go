@@ -9,7 +9,6 @@ import (
 	"os"
 	"sort"
 	"strconv"
-	"sync"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -25,9 +24,6 @@ const uiEventInterval = time.Second
 // uiPeerTimeout bounds asking another controller for its summary, so a dead
 // or partitioned peer delays a tick by well under its interval.
 const uiPeerTimeout = 700 * time.Millisecond
-
-// uiPeerClient is shared so the per-second peer requests reuse connections.
-var uiPeerClient = &http.Client{Timeout: uiPeerTimeout}
 
 // registerUIRoutes adds the embedded dashboard (package web) under /ui/, the
 // redirect of / to it, and the live summary stream it reads.
@@ -202,7 +198,10 @@ func (s *Server) peerSummaries(ctx context.Context, auth string, self uiSummary)
 	ids := append(append([]uint64{}, voterIDs...), learnerIDs...)
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	out := make([]uiPeer, len(ids))
-	var wg sync.WaitGroup
+	var (
+		asked []int           // indexes of peers asked
+		dones []chan struct{} // closed when their asks end
+	)
 	for i, id := range ids {
 		addr, httpAddr := s.cluster.MemberAddress(id)
 		p := uiPeer{ID: id, Address: addr, HTTPAddress: httpAddr, Voter: voters[id]}
@@ -215,25 +214,42 @@ func (s *Server) peerSummaries(ctx context.Context, auth string, self uiSummary)
 			out[i] = p
 			continue
 		}
-		if httpAddr == "" {
+		if _, ok := s.peerBase(id); !ok {
 			p.Error = "HTTP address not announced yet"
 			out[i] = p
 			continue
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			out[i] = s.askPeer(ctx, auth, p)
-		}()
+		out[i] = p
+		asked = append(asked, i)
+		dones = append(dones, s.peerAsks.ask(id, func() uiPeer { return s.askPeer(context.Background(), auth, p) }))
 	}
-	wg.Wait()
+	// Wait briefly for fresh answers, then show the latest each peer gave:
+	// a dead peer (a QUIC dial to it only times out) must not slow this
+	// controller's own ticks.
+	wait := time.NewTimer(uiPeerWait)
+	defer wait.Stop()
+collect:
+	for _, d := range dones {
+		select {
+		case <-d:
+		case <-wait.C:
+			break collect
+		case <-ctx.Done():
+			break collect
+		}
+	}
+	now := time.Now()
+	for _, i := range asked {
+		out[i] = s.peerAsks.latest(out[i], now)
+	}
 	return out
 }
 
 func (s *Server) askPeer(ctx context.Context, auth string, p uiPeer) uiPeer {
 	ctx, cancel := context.WithTimeout(ctx, uiPeerTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.HTTPAddress+"/v1/events?once=true", nil)
+	base, _ := s.peerBase(p.ID)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/events?once=true", nil)
 	if err != nil {
 		p.Error = err.Error()
 		return p
@@ -242,12 +258,17 @@ func (s *Server) askPeer(ctx context.Context, auth string, p uiPeer) uiPeer {
 	if auth != "" {
 		req.Header.Set("Authorization", auth)
 	}
-	resp, err := uiPeerClient.Do(req)
+	resp, err := s.peerClient(uiPeerTimeout).Do(req)
 	if err != nil {
 		p.Error = err.Error()
 		return p
 	}
-	defer resp.Body.Close()
+	defer func() {
+		// Read to the end so the connection is reused: over the cluster
+		// link a new one costs a QUIC handshake, every second, per peer.
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+	}()
 	if resp.StatusCode != http.StatusOK {
 		p.Error = fmt.Sprintf("HTTP %d", resp.StatusCode)
 		return p

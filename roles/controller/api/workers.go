@@ -17,15 +17,11 @@ func (s *Server) proxyWorkersToLeader(w http.ResponseWriter, r *http.Request) bo
 	if lead == 0 || lead == s.cfg.NodeID || r.Header.Get(forwardedHeader) != "" {
 		return false
 	}
-	_, addr := s.cluster.MemberAddress(lead)
-	if addr == "" {
-		return false
-	}
-	req, err := s.leaderRequest(r, http.MethodGet, addr, nil)
+	req, err := s.leaderRequest(r, http.MethodGet, lead, nil)
 	if err != nil {
 		return false
 	}
-	resp, err := (&http.Client{Timeout: 2 * time.Second}).Do(req)
+	resp, err := s.peerClient(2 * time.Second).Do(req)
 	if err != nil {
 		s.log.Debug("could not ask the leader about workers; answering from replicated state", "leader", lead, "err", err)
 		return false

@@ -176,7 +176,7 @@ func (c *Replica) applyEntries(ents []*pb.Entry) error {
 	start := time.Now()
 	st := c.state.Load()
 	var last uint64
-	jobs := false
+	jobs, revoked := false, false
 	for _, e := range ents {
 		idx := e.GetIndex()
 		if idx <= st.AppliedIndex() {
@@ -201,6 +201,7 @@ func (c *Replica) applyEntries(ents []*pb.Entry) error {
 			if len(e.GetData()) > 0 && res.Err == nil {
 				c.learnClusterID(st.ClusterID())
 				jobs = jobs || metadata.AffectsJobs(e.GetData())
+				revoked = revoked || metadata.AffectsRevocations(e.GetData())
 			}
 		case pb.EntryType_EntryConfChange, pb.EntryType_EntryConfChangeV2:
 			if err := c.applyConfChange(st, e); err != nil {
@@ -217,6 +218,9 @@ func (c *Replica) applyEntries(ents []*pb.Entry) error {
 		if h := c.cfg.Hooks.JobsChanged; h != nil {
 			h()
 		}
+	}
+	if revoked {
+		c.revocationsChanged()
 	}
 	c.met.applyDuration.Observe(time.Since(start).Seconds())
 	return nil

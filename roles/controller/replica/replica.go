@@ -7,9 +7,11 @@
 package replica
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -89,6 +91,7 @@ type Replica struct {
 	store *raftlog.Store
 	node  raft.Node
 	tr    transport.Transport
+	tls   *transport.TLSBundle // nil with an injected Transport
 	reg   *prometheus.Registry
 	met   *controllerMetrics
 
@@ -164,6 +167,7 @@ func Open(cfg Config) (*Replica, error) {
 		c.store.Close()
 		return nil, err
 	}
+	c.revocationsChanged() // connections accepted before the deny-list was loaded
 	// Inbound messages reach raft, so the transport starts only now.
 	if err := c.tr.Start(c); err != nil {
 		c.node.Stop()
@@ -275,6 +279,16 @@ func (c *Replica) startTransport() error {
 		if err != nil {
 			return fmt.Errorf("load TLS files: %w", err)
 		}
+		// Peers accept this node's raft messages only from the node id its
+		// certificate names: catch a swapped TLS dir here, not as refusals.
+		if got := bundle.Self.NodeID(); got != c.cfg.NodeID {
+			return fmt.Errorf("the TLS certificate in %s is for %s, not controller %d: issue one with 'corral certs issue --role controller --id %d'",
+				c.cfg.TLSDir, bundle.Self, c.cfg.NodeID, c.cfg.NodeID)
+		}
+		bundle.Denied = c.deniedCert // the replicated deny-list (revocation.go)
+		if err := transport.RegisterCertExpiry(c.reg, "node", bundle.Leaf); err != nil {
+			return err
+		}
 		q, err := transport.NewQUIC(transport.QUICConfig{
 			NodeID: c.cfg.NodeID, ListenAddr: c.cfg.ClusterAddr, TLS: bundle,
 			ClusterID: c.ClusterID, Logger: c.log, Registerer: c.reg,
@@ -282,7 +296,7 @@ func (c *Replica) startTransport() error {
 		if err != nil {
 			return fmt.Errorf("listen for controllers on %s: %w", c.cfg.ClusterAddr, err)
 		}
-		c.tr = q
+		c.tr, c.tls = q, bundle
 	}
 	for id, addr := range c.cfg.Peers {
 		if id != c.cfg.NodeID {
@@ -436,6 +450,50 @@ var (
 	// ErrStopped means the controller is shutting down.
 	ErrStopped = fault.ErrStopped
 )
+
+// ReloadTLS reads the TLS dir again: new handshakes (raft, peer API,
+// workers) use the new certificate, key and CA; established connections
+// stay up. Files that do not load, do not chain to ca.pem or name another
+// identity are refused and the current ones kept. The outcome is logged.
+// With an injected transport there is nothing to reload.
+func (c *Replica) ReloadTLS() error {
+	if c.tls == nil {
+		return errors.New("reload TLS: this controller uses no TLS dir (injected transport)")
+	}
+	return c.tls.ReloadAndLog(c.log)
+}
+
+// ListenPeerHTTP listens for other controllers' API requests on the
+// cluster port (QUIC, their own ALPN, controller certificates only); with
+// an injected transport it returns nil.
+func (c *Replica) ListenPeerHTTP() (transport.StreamListener, error) {
+	q, ok := c.tr.(*transport.QUIC)
+	if !ok {
+		return nil, nil
+	}
+	ln, err := q.ListenStreams(transport.ALPNPeerHTTP)
+	if err != nil {
+		return nil, fmt.Errorf("listen for peer API requests: %w", err)
+	}
+	return ln, nil
+}
+
+// PeerHTTPDialer opens API streams to other controllers at their cluster
+// addresses over QUIC, refusing a server whose certificate names another
+// node; with an injected transport it returns nil.
+func (c *Replica) PeerHTTPDialer() transport.PeerDialFunc {
+	q, ok := c.tr.(*transport.QUIC)
+	if !ok {
+		return nil
+	}
+	return func(ctx context.Context, node uint64) (transport.Stream, error) {
+		addr, _ := c.MemberAddress(node)
+		if addr == "" {
+			return nil, fmt.Errorf("controller %d: cluster address unknown", node)
+		}
+		return q.DialPeerHTTP(ctx, node, addr)
+	}
+}
 
 // ListenWorkers listens for worker streams on the cluster port (QUIC,
 // their own ALPN); with an injected transport it returns nil.

@@ -17,6 +17,7 @@ type sessionMetrics struct {
 	staleRefused         prometheus.Counter
 	redirects            prometheus.Counter
 	badStreams           prometheus.Counter
+	impersonations       prometheus.Counter
 	assignments          prometheus.Counter
 	reports              prometheus.Counter
 }
@@ -49,6 +50,9 @@ func newSessionMetrics(reg prometheus.Registerer) *sessionMetrics {
 		badStreams: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "corral_workers_bad_streams_total",
 			Help: "Worker streams closed for a bad preamble, a malformed message or a protocol violation."}),
+		impersonations: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "corral_workers_impersonations_refused_total",
+			Help: "Worker streams closed because a message named another worker than the stream's certificate."}),
 		assignments: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "corral_workers_assignments_sent_total", Help: "Allocation assignments sent to workers by this leader."}),
 		reports: prometheus.NewCounter(prometheus.CounterOpts{
@@ -57,7 +61,7 @@ func newSessionMetrics(reg prometheus.Registerer) *sessionMetrics {
 	sm.fencings.WithLabelValues("session_timeout")
 	if reg != nil {
 		reg.MustRegister(sm.heartbeats, sm.handleSeconds, sm.registrations, sm.registrationsRefused, sm.fencings,
-			sm.leaves, sm.staleRefused, sm.redirects, sm.badStreams, sm.assignments, sm.reports)
+			sm.leaves, sm.staleRefused, sm.redirects, sm.badStreams, sm.impersonations, sm.assignments, sm.reports)
 	}
 	return sm
 }

@@ -77,6 +77,12 @@ func (m *Manager) serveStream(s transport.Stream) {
 		bound  string // the worker id this stream speaks for
 		readDL time.Time
 	)
+	// A worker certificate names the one worker its holder may be; a
+	// controller certificate (combined mode, benchmarks) may speak for any.
+	certID := ""
+	if peer, ok := s.Peer(); ok && peer.Role == transport.RoleWorker {
+		certID = peer.ID
+	}
 	out := &streamWriter{s: s}
 	for {
 		// A live worker writes at least every heartbeat interval; a stream
@@ -96,6 +102,10 @@ func (m *Manager) serveStream(s transport.Stream) {
 			if errors.Is(err, transport.ErrBadWorkerMessage) {
 				m.met.badStreams.Inc()
 			}
+			return
+		}
+		if named := namedWorker(msg); certID != "" && named != "" && named != certID {
+			m.refuseImpersonation(s, certID, named)
 			return
 		}
 		start := time.Now()
@@ -146,6 +156,44 @@ func (m *Manager) serveStream(s transport.Stream) {
 		} else if _, ok := msg.(*transport.Register); ok {
 			m.AssignmentsChanged() // the registration moved its assignment version
 		}
+	}
+}
+
+// namedWorker is the worker a message speaks for ("" if it names none).
+func namedWorker(msg transport.WorkerMessage) string {
+	switch msg := msg.(type) {
+	case *transport.Heartbeat:
+		return msg.WorkerID
+	case *transport.Register:
+		return msg.WorkerID
+	case *transport.AllocReport:
+		return msg.WorkerID
+	}
+	return ""
+}
+
+// impersonationLogInterval is how often one certificate's impersonation
+// attempts are logged; every one is counted.
+const impersonationLogInterval = time.Minute
+
+// refuseImpersonation counts, and logs once a minute per certificate, a
+// stream whose message named another worker than its certificate. The
+// stream is closed before the message touches any state.
+func (m *Manager) refuseImpersonation(s transport.Stream, certID, named string) {
+	m.met.impersonations.Inc()
+	now := time.Now()
+	m.impMu.Lock()
+	last, seen := m.impLogged[certID]
+	if !seen || now.Sub(last) >= impersonationLogInterval {
+		if len(m.impLogged) >= 1024 {
+			clear(m.impLogged) // bounded: forget rather than grow
+		}
+		m.impLogged[certID] = now
+	}
+	m.impMu.Unlock()
+	if !seen || now.Sub(last) >= impersonationLogInterval {
+		m.log.Warn("closing worker stream: message for another worker than its certificate",
+			"certificate_worker", certID, "message_worker", named, "remote", s.RemoteAddr())
 	}
 }
 

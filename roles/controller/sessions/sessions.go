@@ -103,6 +103,9 @@ type Manager struct {
 	fencing     bool // a fence proposal is in flight
 
 	jobs sessionJobs // assignments, reports and log reads (jobs.go)
+
+	impMu     sync.Mutex
+	impLogged map[string]time.Time // certificate worker id -> last logged impersonation
 }
 
 // session is one worker's liveness at the leader.
@@ -130,7 +133,7 @@ type session struct {
 func New(c Cluster, cfg Config) *Manager {
 	m := &Manager{
 		c: c, cfg: cfg, log: cfg.Logger.With("component", "sessions"), timeout: cfg.SessionTimeout,
-		ln: cfg.Listener, sessions: map[string]*session{}, registering: map[string]bool{},
+		ln: cfg.Listener, sessions: map[string]*session{}, registering: map[string]bool{}, impLogged: map[string]time.Time{},
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.met = newSessionMetrics(cfg.Registerer)

@@ -96,6 +96,9 @@ func (c *Cluster) StartController(id uint64) {
 	ln, err := c.Net.ListenStreams(id, cfg.Peers[id])
 	require.NoError(c.t, err)
 	cfg.WorkerListener = ln
+	api, err := c.Net.ListenStreams(id, cfg.Peers[id]+controller.PeerHTTPSuffix)
+	require.NoError(c.t, err)
+	cfg.PeerHTTPListener, cfg.PeerHTTPDialer = api, c.Net.StreamDialer(id)
 	cfg.Transport = c.Net.Transport(id)
 	ctrl, err := controller.Start(cfg)
 	require.NoError(c.t, err)
