@@ -184,6 +184,7 @@ func TestControllerConfig(t *testing.T) {
 		}
 	}
 	t.Setenv("CORRAL_SNAPSHOT_EVERY", "500")
+	t.Setenv("CORRAL_QUOTA_BYTES", "1048576")
 	args := append([]string{"corral"}, validRun(map[string]string{
 		"cluster-id": "abc", "api-token-file": "/etc/token", "tick-interval": "50ms", "cluster-addr": "0.0.0.0:7002",
 	})...)
@@ -198,6 +199,8 @@ func TestControllerConfig(t *testing.T) {
 	require.Equal(t, "/etc/token", got.APITokenFile)
 	require.True(t, got.HTTPInsecure)
 	require.EqualValues(t, 500, got.SnapshotEvery)
+	require.EqualValues(t, 1<<20, got.QuotaBytes, "--quota-bytes from its env var")
+	require.Equal(t, 100000, got.MaxLeases, "--max-leases default")
 	require.Equal(t, 50*time.Millisecond, got.TickInterval)
 	require.Equal(t, 5*time.Second, got.RequestTimeout)
 	require.NotNil(t, got.Logger)

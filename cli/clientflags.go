@@ -80,6 +80,10 @@ func explain(op string, err error) error {
 		hint = "pass the API token with --token or CORRAL_TOKEN"
 	case errors.Is(err, client.ErrNoLeader), errors.Is(err, client.ErrNotReady):
 		hint = "the controllers have no leader right now; retry shortly and check 'corral status'"
+	case errors.Is(err, client.ErrNoSpace):
+		hint = "the storage quota is used up: delete keys or stop old jobs, then retry (docs/OPERATIONS.md, \"Storage quota\")"
+	case errors.Is(err, client.ErrTooManyLeases):
+		hint = "the lease cap is reached: revoke leases you no longer need"
 	case errors.Is(err, client.ErrTimeout):
 		hint = "the outcome is unknown: read the key before retrying a write"
 	case errors.As(err, &dial) && dial.Op == "dial":

@@ -97,7 +97,7 @@ func printDevHints(w io.Writer, httpAddr, dataDir string, temporary bool) {
   data dir:   %[2]s (%[3]s)
 
 Try it:
-  curl -X PUT --data-binary 'hello' %[1]s/v1/kv/greeting
+  curl -X PUT -H 'X-Corral-Client: curl' --data-binary 'hello' %[1]s/v1/kv/greeting
   curl %[1]s/v1/kv/greeting
   corral kv put%[4]s greeting hello
   corral kv get%[4]s greeting

@@ -21,6 +21,9 @@ type fakeAPI struct {
 	kvs map[string]fakeKV
 	// cluster is served as the GET /v1/cluster answer.
 	cluster map[string]any
+	// pageSize is the range page the fake answers (0: 1,000, as the
+	// server), with "more" and "next" when keys remain.
+	pageSize int
 }
 
 type fakeKV struct {
@@ -99,11 +102,25 @@ func (f *fakeAPI) get(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		sort.Strings(keys)
+		limit := f.pageSize
+		if limit == 0 {
+			limit = 1000
+		}
+		after := r.URL.Query().Get("after")
 		out := []map[string]any{}
+		ans := map[string]any{"revision": f.rev}
 		for _, k := range keys {
+			if after != "" && k <= after {
+				continue
+			}
+			if len(out) == limit {
+				ans["more"], ans["next"] = true, out[len(out)-1]["key"]
+				break
+			}
 			out = append(out, f.kvJSON(k, f.kvs[k]))
 		}
-		writeJSON(w, 200, map[string]any{"kvs": out, "revision": f.rev})
+		ans["kvs"] = out
+		writeJSON(w, 200, ans)
 		return
 	}
 	kv, ok := f.kvs[key]

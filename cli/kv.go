@@ -161,19 +161,24 @@ func kvLsCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			kvs, rev, err := cl.List(c.Context, prefix, readOpts(c)...)
-			if err != nil {
-				return explain(fmt.Sprintf("list %q", prefix), err)
-			}
+			// The server answers in pages (docs/API.md, "Range reads"):
+			// print each as it comes, so memory stays bounded by a page.
+			// Columns are aligned within a page.
 			tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "KEY\tVALUE\tMOD REVISION")
-			for _, kv := range kvs {
-				fmt.Fprintf(tw, "%s\t%s\t%d\n", printable(kv.Key, 80), printable(string(kv.Value), 60), kv.ModRevision)
+			n := 0
+			rev, err := cl.ListPages(c.Context, prefix, 0, func(p client.Page) error {
+				for _, kv := range p.KVs {
+					fmt.Fprintf(tw, "%s\t%s\t%d\n", printable(kv.Key, 80), printable(string(kv.Value), 60), kv.ModRevision)
+				}
+				n += len(p.KVs)
+				return tw.Flush()
+			}, readOpts(c)...)
+			if err != nil {
+				_ = tw.Flush()
+				return explain(fmt.Sprintf("list %q", prefix), err)
 			}
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-			fmt.Fprintf(c.App.ErrWriter, "%d key(s) at revision %d\n", len(kvs), rev)
+			fmt.Fprintf(c.App.ErrWriter, "%d key(s) at revision %d\n", n, rev)
 			return nil
 		},
 	}

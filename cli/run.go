@@ -57,6 +57,8 @@ func runCommand() *cli.Command {
 				Usage: "PEM certificate to serve the API and metrics over HTTPS (the node's node.pem will do); reloaded when the file changes"},
 			&cli.StringFlag{Name: "http-tls-key", EnvVars: envVars("http-tls-key"),
 				Usage: "PEM key of --http-tls-cert"},
+			&cli.StringFlag{Name: "http-allowed-hosts", EnvVars: envVars("http-allowed-hosts"),
+				Usage: "comma list of the Host names and IPs the API answers to, others get 421 (stops DNS rebinding); \"*\" allows any; default: the --http-addr host, localhost, 127.0.0.1, ::1 and the names in --http-tls-cert"},
 			&cli.StringFlag{Name: "metrics-addr", EnvVars: envVars("metrics-addr"),
 				Usage: "HOST:PORT to serve GET /metrics (and /healthz, /readyz) on instead of the API port, which then answers /metrics with 404"},
 			&cli.StringFlag{Name: "metrics-token-file", EnvVars: envVars("metrics-token-file"),
@@ -65,11 +67,23 @@ func runCommand() *cli.Command {
 				Usage: "serve Go runtime profiles under /debug/pprof/ on the API (behind the token)"},
 			&cli.Uint64Flag{Name: "snapshot-every", Value: 10000, EnvVars: envVars("snapshot-every"),
 				Usage: "applied entries between state-machine snapshots"},
+			&cli.Int64Flag{Name: "quota-bytes", Value: 2 << 30, EnvVars: envVars("quota-bytes"),
+				Usage: "storage quota in bytes (as etcd's --quota-backend-bytes): past it, writes that add data get 507 no_space; reads and deletes work (docs/OPERATIONS.md)"},
+			&cli.IntFlag{Name: "max-leases", Value: 100000, EnvVars: envVars("max-leases"),
+				Usage: "most live leases; more grants get 429 too_many_leases"},
 			&cli.DurationFlag{Name: "tick-interval", Value: 100 * time.Millisecond, EnvVars: envVars("tick-interval"),
 				Usage: fmt.Sprintf("raft tick; an election timeout is %d ticks (randomized up to twice that), a heartbeat 1",
 					roles.DefaultElectionTicks)},
 			&cli.DurationFlag{Name: "request-timeout", Value: 5 * time.Second, EnvVars: envVars("request-timeout"),
 				Usage: "how long a write or linearizable read may wait before answering 503 timeout"},
+			&cli.IntFlag{Name: "http-max-conns", Value: 1024, EnvVars: envVars("http-max-conns"),
+				Usage: "most connections the API accepts at once; more wait in the listen backlog"},
+			&cli.DurationFlag{Name: "http-idle-timeout", Value: 2 * time.Minute, EnvVars: envVars("http-idle-timeout"),
+				Usage: "close keep-alive connections idle this long"},
+			&cli.DurationFlag{Name: "http-read-timeout", Value: 30 * time.Second, EnvVars: envVars("http-read-timeout"),
+				Usage: "most time to read a request's headers and body (streams that read their body for long, lease keep-alive streams, are exempt)"},
+			&cli.IntFlag{Name: "max-watches", Value: 10000, EnvVars: envVars("max-watches"),
+				Usage: "most watches open on this controller at once; more are refused with 429 too_many_watches"},
 		}, append(workerRunFlags(), logFlags()...)...),
 		Action: runAction,
 	}
@@ -139,6 +153,7 @@ func controllerConfig(c *cli.Context) (roles.ControllerConfig, error) {
 	cfg.APITokenFile = c.String("api-token-file")
 	cfg.HTTPInsecure = c.Bool("http-insecure")
 	cfg.HTTPTLSCert, cfg.HTTPTLSKey = c.String("http-tls-cert"), c.String("http-tls-key")
+	cfg.HTTPAllowedHosts = splitList(c.String("http-allowed-hosts"))
 	cfg.MetricsAddr = c.String("metrics-addr")
 	if cfg.MetricsAddr != "" {
 		if _, _, err := net.SplitHostPort(cfg.MetricsAddr); err != nil {
@@ -151,6 +166,10 @@ func controllerConfig(c *cli.Context) (roles.ControllerConfig, error) {
 	if cfg.SnapshotEvery == 0 {
 		return cfg, errors.New("--snapshot-every must be positive, e.g. 10000")
 	}
+	cfg.QuotaBytes, cfg.MaxLeases = c.Int64("quota-bytes"), c.Int("max-leases")
+	if cfg.QuotaBytes <= 0 || cfg.MaxLeases <= 0 {
+		return cfg, errors.New("--quota-bytes and --max-leases must be positive, e.g. --quota-bytes 2147483648 (2 GiB)")
+	}
 	cfg.TickInterval = c.Duration("tick-interval")
 	if cfg.TickInterval <= 0 {
 		return cfg, errors.New("--tick-interval must be positive, e.g. 100ms")
@@ -158,6 +177,13 @@ func controllerConfig(c *cli.Context) (roles.ControllerConfig, error) {
 	cfg.RequestTimeout = c.Duration("request-timeout")
 	if cfg.RequestTimeout <= 0 {
 		return cfg, errors.New("--request-timeout must be positive, e.g. 5s")
+	}
+	cfg.HTTPMaxConns = c.Int("http-max-conns")
+	cfg.HTTPIdleTimeout = c.Duration("http-idle-timeout")
+	cfg.HTTPReadTimeout = c.Duration("http-read-timeout")
+	cfg.MaxWatches = c.Int("max-watches")
+	if cfg.HTTPMaxConns <= 0 || cfg.HTTPIdleTimeout <= 0 || cfg.HTTPReadTimeout <= 0 || cfg.MaxWatches <= 0 {
+		return cfg, errors.New("--http-max-conns, --http-idle-timeout, --http-read-timeout and --max-watches must be positive")
 	}
 	cfg.SessionTimeout = c.Duration("session-timeout")
 	if cfg.SessionTimeout <= 0 {

@@ -31,10 +31,18 @@ func superviseCommand() *cli.Command {
 			&cli.StringFlag{Name: "cgroup", EnvVars: envVars("cgroup"), Usage: "cgroup v2 directory to create for the task (limits enforced)"},
 			&cli.Int64Flag{Name: "cpu-millis", EnvVars: envVars("cpu-millis"), Usage: "with --cgroup: CPU limit in millicores (0: none)"},
 			&cli.Int64Flag{Name: "memory-mb", EnvVars: envVars("memory-mb"), Usage: "with --cgroup: memory limit in MB (0: none)"},
+			// The worker always passes these (its environment is the job's).
+			&cli.Int64Flag{Name: "uid", Value: -1, EnvVars: envVars("uid"), Usage: "run the task as this uid (-1: the supervisor's own user)"},
+			&cli.Int64Flag{Name: "gid", Value: -1, EnvVars: envVars("gid"), Usage: "with --uid: the task's primary group id"},
+			&cli.StringFlag{Name: "groups", EnvVars: envVars("groups"), Usage: "with --uid: the task's supplementary group ids, comma-separated"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() == 0 {
 				return errors.New("supervise needs a command after --")
+			}
+			cred, err := roles.ParseTaskCredential(c.Int64("uid"), c.Int64("gid"), c.String("groups"))
+			if err != nil {
+				return err
 			}
 			code := roles.SuperviseMain(roles.SupervisorConfig{
 				Command: c.Args().First(), Args: c.Args().Tail(), Env: os.Environ(), Workdir: c.String("workdir"),
@@ -43,6 +51,7 @@ func superviseCommand() *cli.Command {
 				RefreshTimeout: c.Duration("refresh-timeout"), KillTimeout: c.Duration("kill-timeout"),
 				LostGrace: c.Duration("lost-grace"),
 				Cgroup:    c.String("cgroup"), CPUMillis: c.Int64("cpu-millis"), MemoryMB: c.Int64("memory-mb"),
+				Credential: cred,
 			})
 			if code != 0 {
 				return cli.Exit("", code)

@@ -27,6 +27,8 @@ func workerRunFlags() []cli.Flag {
 			Usage: "worker CPU capacity in millicores (default: all CPUs of the machine)"},
 		&cli.Int64Flag{Name: "memory", EnvVars: envVars("memory"),
 			Usage: "worker memory capacity in MB (default: the machine's memory)"},
+		&cli.IntFlag{Name: "max-allocs", Value: metadata.DefaultMaxAllocs, EnvVars: envVars("max-allocs"),
+			Usage: "worker: the most allocations (not yet ended) the scheduler places on this worker"},
 		&cli.DurationFlag{Name: "heartbeat-interval", Value: roles.DefaultHeartbeatInterval, EnvVars: envVars("heartbeat-interval"),
 			Usage: "time between a worker's heartbeats"},
 		&cli.StringFlag{Name: "worker-http-addr", EnvVars: envVars("worker-http-addr"),
@@ -35,6 +37,12 @@ func workerRunFlags() []cli.Flag {
 			Usage: "controller: how long a worker may be silent before the leader fences it"},
 		&cli.DurationFlag{Name: "log-retention", Value: 24 * time.Hour, EnvVars: envVars("log-retention"),
 			Usage: "worker: keep the logs of ended allocations this long (0: forever)"},
+		&cli.StringFlag{Name: "task-user", Value: roles.DefaultTaskUser, EnvVars: envVars("task-user"),
+			Usage: "worker running as root: the unprivileged user tasks run as when their job names none (a worker that is not root runs tasks as itself)"},
+		&cli.StringFlag{Name: "allowed-task-users", EnvVars: envVars("allowed-task-users"),
+			Usage: "worker running as root: comma list of the other users a job may name in task.user (default: none)"},
+		&cli.StringFlag{Name: "allowed-commands", EnvVars: envVars("allowed-commands"),
+			Usage: "worker: comma list of globs (path.Match) the path of a task's command must match, e.g. /usr/bin/*,/opt/app/bin/*; other commands fail the allocation (default: every command)"},
 		&cli.StringFlag{Name: "join-token", EnvVars: envVars("join-token"),
 			Usage: "worker: instead of --tls-dir, a join token ('corral token create') traded on first start for a certificate kept in --data-dir/tls; later starts use that and ignore the token"},
 		&cli.StringFlag{Name: "ca-cert", EnvVars: envVars("ca-cert"),
@@ -70,11 +78,27 @@ func workerConfig(c *cli.Context, combined bool) (roles.WorkerConfig, error) {
 	if cfg.CPUMillis < 0 || cfg.MemoryMB < 0 {
 		return cfg, errors.New("--cpu and --memory must not be negative (0 means the machine's)")
 	}
+	if cfg.MaxAllocs = c.Int("max-allocs"); cfg.MaxAllocs < 1 {
+		return cfg, errors.New("--max-allocs must be at least 1, e.g. 100")
+	}
 	cfg.HeartbeatInterval = c.Duration("heartbeat-interval")
 	if cfg.HeartbeatInterval <= 0 {
 		return cfg, errors.New("--heartbeat-interval must be positive, e.g. 1s")
 	}
 	cfg.EnforceLimits = true
+	if cfg.TaskUser = strings.TrimSpace(c.String("task-user")); cfg.TaskUser == "" {
+		return cfg, errors.New("--task-user must name a user, e.g. nobody")
+	}
+	cfg.AllowedTaskUsers = splitList(c.String("allowed-task-users"))
+	cfg.AllowedCommands = splitList(c.String("allowed-commands"))
+	for _, g := range cfg.AllowedCommands {
+		if !strings.HasPrefix(g, "/") {
+			return cfg, fmt.Errorf("bad --allowed-commands: %q is not an absolute path glob (commands are matched by their full path, e.g. /usr/bin/*)", g)
+		}
+	}
+	if err := roles.ValidateGlobs(cfg.AllowedCommands); err != nil {
+		return cfg, fmt.Errorf("bad --allowed-commands: %w", err)
+	}
 	if cfg.LogRetention = c.Duration("log-retention"); cfg.LogRetention < 0 {
 		return cfg, errors.New("--log-retention must not be negative (0 keeps logs forever)")
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/urfave/cli/v2"
 
+	"github.com/corral-dev/corral/metadata"
 	"github.com/corral-dev/corral/roles"
 )
 
@@ -43,6 +44,7 @@ func TestWorkerConfig(t *testing.T) {
 	require.Equal(t, "127.0.0.1:9100", got.HTTPAddr)
 	require.Equal(t, "/tmp/corral-n2/tls", got.TLSDir)
 	require.Equal(t, 250*time.Millisecond, got.HeartbeatInterval)
+	require.Equal(t, metadata.DefaultMaxAllocs, got.MaxAllocs, "--max-allocs defaults to 100")
 	require.NotNil(t, got.Logger)
 }
 

@@ -41,6 +41,15 @@ const (
 	maxErrorBytes = 64 << 10
 )
 
+// ClientHeader is sent with every request, its value naming the client (ClientName): the API refuses a
+// state-changing request that carries neither it nor a JSON body, because a web page can make a browser send such a
+// request to any address, while it cannot add a custom header across origins without a CORS preflight the API never
+// grants (docs/API.md, "Browser safety").
+const ClientHeader = "X-Corral-Client"
+
+// ClientName is ClientHeader's value.
+const ClientName = "corral-go"
+
 // Config configures a Client.
 type Config struct {
 	// Endpoints are the controllers' HTTP API base URLs, e.g. "http://127.0.0.1:8080". A missing scheme means
@@ -105,7 +114,26 @@ func New(cfg Config) (*Client, error) {
 			},
 		}
 	}
+	// Every request, streams and long polls included, carries ClientHeader.
+	hc := *c.hc
+	hc.Transport = clientHeaderTransport{base: hc.Transport}
+	c.hc = &hc
 	return c, nil
+}
+
+// clientHeaderTransport adds ClientHeader to the requests that lack it.
+type clientHeaderTransport struct{ base http.RoundTripper }
+
+func (t clientHeaderTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	base := t.base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	if req.Header.Get(ClientHeader) == "" {
+		req = req.Clone(req.Context()) // a RoundTripper must not change its request
+		req.Header.Set(ClientHeader, ClientName)
+	}
+	return base.RoundTrip(req)
 }
 
 // Endpoints returns the normalized endpoint list, in configuration order.
@@ -248,6 +276,7 @@ func (c *Client) attempt(ctx context.Context, ep string, cl call, out any) error
 		return fmt.Errorf("build request %s %s: %w", cl.method, u, err)
 	}
 	req.Header.Set("Accept", "application/json")
+	req.Header.Set(ClientHeader, ClientName)
 	if body != nil {
 		ct := cl.contentType
 		if ct == "" {

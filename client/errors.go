@@ -27,18 +27,24 @@ var (
 	ErrBadRequest = errors.New("bad request")
 	// ErrTooLarge: the key or value exceeds the server's limits (HTTP 413, code "too_large").
 	ErrTooLarge = errors.New("too large")
+	// ErrNoSpace: the cluster's storage quota is used up; delete data to write again (HTTP 507, code "no_space").
+	ErrNoSpace = errors.New("no space")
+	// ErrTooManyLeases: the cluster's lease cap is reached; revoke unused leases (HTTP 429, code "too_many_leases").
+	ErrTooManyLeases = errors.New("too many leases")
 )
 
 // codeSentinels maps the API's machine-readable error codes to the sentinels above.
 var codeSentinels = map[string]error{
-	"not_found":      ErrNotFound,
-	"compare_failed": ErrCompareFailed,
-	"no_leader":      ErrNoLeader,
-	"not_ready":      ErrNotReady,
-	"timeout":        ErrTimeout,
-	"unauthorized":   ErrUnauthorized,
-	"bad_request":    ErrBadRequest,
-	"too_large":      ErrTooLarge,
+	"not_found":       ErrNotFound,
+	"compare_failed":  ErrCompareFailed,
+	"no_leader":       ErrNoLeader,
+	"not_ready":       ErrNotReady,
+	"timeout":         ErrTimeout,
+	"unauthorized":    ErrUnauthorized,
+	"bad_request":     ErrBadRequest,
+	"too_large":       ErrTooLarge,
+	"no_space":        ErrNoSpace,
+	"too_many_leases": ErrTooManyLeases,
 }
 
 // Error is an error answer from the corral HTTP API: `{"error": "...", "code": "...", "mod_revision": N}` plus the

@@ -30,6 +30,11 @@ type fakeAPI struct {
 	lastReq  *http.Request // the most recent request (clone of headers/URL)
 	lastKey  string        // PathValue("key") of the most recent kv request
 	handler  http.Handler  // when set, replaces the API entirely
+	// pageSize is the range page the fake answers without ?limit= (0:
+	// 1,000, as the server); noPages answers every key in one page
+	// without "more", as servers before pagination did.
+	pageSize int
+	noPages  bool
 }
 
 type fakeKV struct {
@@ -158,11 +163,36 @@ func (f *fakeAPI) get(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		sort.Strings(keys)
+		if f.noPages {
+			out := []map[string]any{}
+			for _, k := range keys {
+				out = append(out, f.kvJSON(k, f.kvs[k], b64))
+			}
+			writeJSON(w, 200, map[string]any{"kvs": out, "revision": f.rev})
+			return
+		}
+		limit := f.pageSize
+		if limit == 0 {
+			limit = 1000
+		}
+		if l, err := strconv.Atoi(q.Get("limit")); err == nil && l > 0 {
+			limit = l
+		}
+		after := q.Get("after")
 		out := []map[string]any{}
+		ans := map[string]any{"revision": f.rev}
 		for _, k := range keys {
+			if after != "" && k <= after {
+				continue
+			}
+			if len(out) == limit {
+				ans["more"], ans["next"] = true, out[len(out)-1]["key"]
+				break
+			}
 			out = append(out, f.kvJSON(k, f.kvs[k], b64))
 		}
-		writeJSON(w, 200, map[string]any{"kvs": out, "revision": f.rev})
+		ans["kvs"] = out
+		writeJSON(w, 200, ans)
 		return
 	}
 	kv, ok := f.kvs[key]

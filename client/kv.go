@@ -85,20 +85,80 @@ func (c *Client) Get(ctx context.Context, key string, opts ...ReadOption) (*KV, 
 }
 
 // List returns all keys starting with prefix (sorted by key) and the store revision they were read at. An empty
-// prefix lists every key.
+// prefix lists every key. The server answers ranges in pages (docs/API.md, "Range reads"); List follows them and
+// returns the revision of the last page. Each page is read at its own revision: the list is not a snapshot when
+// keys change while it is read. ListPages reads a large range without holding all of it.
 func (c *Client) List(ctx context.Context, prefix string, opts ...ReadOption) ([]KV, int64, error) {
+	var kvs []KV
+	rev, err := c.ListPages(ctx, prefix, 0, func(p Page) error {
+		kvs = append(kvs, p.KVs...)
+		return nil
+	}, opts...)
+	if err != nil {
+		return nil, 0, err
+	}
+	if kvs == nil {
+		kvs = []KV{}
+	}
+	return kvs, rev, nil
+}
+
+// Page is one page of a range read.
+type Page struct {
+	KVs []KV
+	// Revision is the store revision the page was read at.
+	Revision int64
+	// More says keys remain after this page; Next is then the last key of the page, to pass as after to
+	// ListPage.
+	More bool
+	Next string
+}
+
+// ListPage reads one page of the keys starting with prefix that sort after after ("" for the first page): at most
+// limit keys (0: the server's default, 1,000; the maximum is 10,000), fewer if the page reaches the server's
+// size cap (4 MiB).
+func (c *Client) ListPage(ctx context.Context, prefix, after string, limit int, opts ...ReadOption) (Page, error) {
 	var out struct {
 		KVs      []wireKV `json:"kvs"`
 		Revision int64    `json:"revision"`
+		More     bool     `json:"more"`
+		Next     string   `json:"next"`
 	}
-	if err := c.do(ctx, call{method: http.MethodGet, path: keyPath(prefix), query: readQuery(true, opts)}, &out); err != nil {
-		return nil, 0, err
+	q := readQuery(true, opts)
+	if after != "" {
+		q.Set("after", after)
 	}
-	kvs := make([]KV, len(out.KVs))
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	if err := c.do(ctx, call{method: http.MethodGet, path: keyPath(prefix), query: q}, &out); err != nil {
+		return Page{}, err
+	}
+	p := Page{KVs: make([]KV, len(out.KVs)), Revision: out.Revision, More: out.More && out.Next != "", Next: out.Next}
 	for i, w := range out.KVs {
-		kvs[i] = w.kv()
+		p.KVs[i] = w.kv()
 	}
-	return kvs, out.Revision, nil
+	return p, nil
+}
+
+// ListPages reads every page of the keys starting with prefix (limit keys per page, 0: the server's default) and
+// hands each to fn in key order; an error from fn stops it. It returns the revision of the last page. Memory is
+// bounded by one page.
+func (c *Client) ListPages(ctx context.Context, prefix string, limit int, fn func(Page) error, opts ...ReadOption) (int64, error) {
+	after := ""
+	for {
+		p, err := c.ListPage(ctx, prefix, after, limit, opts...)
+		if err != nil {
+			return 0, err
+		}
+		if err := fn(p); err != nil {
+			return p.Revision, err
+		}
+		if !p.More || p.Next <= after {
+			return p.Revision, nil
+		}
+		after = p.Next
+	}
 }
 
 // Delete removes key. It returns the store revision and how many keys were deleted (0 if the key did not exist,

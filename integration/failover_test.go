@@ -40,7 +40,7 @@ func TestFailover_FifteenLeaderFailuresCostTheWorkersNothing(t *testing.T) {
 	var workers []*workerProc
 	var ids []string
 	for _, name := range []string{"a", "b", "c"} {
-		w := c.newWorker(name)
+		w := c.newWorker(name, "--task-user=root") // tasks write to the test's root-only temp dir
 		w.args = slices.DeleteFunc(w.args, func(a string) bool { return strings.HasPrefix(a, "--heartbeat-interval=") })
 		w.start()
 		workers = append(workers, w)

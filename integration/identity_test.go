@@ -69,16 +69,21 @@ func TestIdentity_ControllerCannotSpeakAsAnotherController(t *testing.T) {
 	c := newCluster(t, 3)
 	c.startAll()
 	before := c.agreedView()
-	var g uint64 // the highest follower's certificate claims the other nodes
-	for id := range c.nodes {
-		if id != before.leader && id > g {
-			g = id
+	// Each claim is made with the certificate of another controller: the
+	// lowest id that is not the one claimed.
+	bundles := map[uint64]*transport.TLSBundle{}
+	for id, n := range c.nodes {
+		bundles[id] = loadTLS(t, n.tlsDir)
+		require.Equal(t, id, bundles[id].Self.NodeID())
+	}
+	other := func(claim uint64) *transport.TLSBundle {
+		for id := uint64(1); ; id++ {
+			if id != claim {
+				return bundles[id]
+			}
 		}
 	}
-	bundle := loadTLS(t, c.nodes[g].tlsDir)
-	require.Equal(t, g, bundle.Self.NodeID())
-
-	c.raftAttacks(before, bundle, transport.RejectWrongNode)
+	c.raftAttacksWith(before, other, transport.RejectWrongNode)
 	c.requireUnharmed(before, "identity/after-wrong-node")
 }
 

@@ -32,6 +32,7 @@ func httpJSON(t *testing.T, method, url, body string, out any) int {
 	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	require.NoError(t, err)
+	req.Header.Set("X-Corral-Client", "integration-test") // writes need it (browser safety)
 	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
 	if err != nil {
 		return 0

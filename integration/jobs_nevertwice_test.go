@@ -70,7 +70,9 @@ func TestJobs_SingletonNeverRunsTwice(t *testing.T) {
 	c.waitLeader(30 * time.Second)
 	dir := t.TempDir()
 
-	wn := c.newWorker("netns")
+	// Tasks run as root here: they lock a file in the test's own
+	// (root-only) temp dir. Isolation has its own test.
+	wn := c.newWorker("netns", "--task-user=root")
 	wn.httpAddr = lab.nsIP + ":19101"
 	for i, a := range wn.args {
 		if strings.HasPrefix(a, "--http-addr=") {
@@ -86,7 +88,7 @@ func TestJobs_SingletonNeverRunsTwice(t *testing.T) {
 		r := running(as)
 		return len(r) == 1 && r[0].Worker == wn.id()
 	})
-	w2, w3 := c.newWorker("b"), c.newWorker("c")
+	w2, w3 := c.newWorker("b", "--task-user=root"), c.newWorker("c", "--task-user=root")
 	w2.start()
 	w3.start()
 	c.waitWorker(w2.id(), "alive", 30*time.Second)

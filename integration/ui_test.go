@@ -23,6 +23,7 @@ func apiDo(t *testing.T, method, url, body string, out any) int {
 	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	require.NoError(t, err)
+	req.Header.Set("X-Corral-Client", "integration-test") // writes need it (browser safety); raw kv values too
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}

@@ -38,7 +38,7 @@ func TestWorkers_RegisterCrashRestartAndLeave(t *testing.T) {
 	require.Equal(t, "a", id, "the worker does not run under the id its certificate names")
 	got := c.waitWorker(id, "alive", 30*time.Second)
 	require.Equal(t, uint64(1), got.Epoch)
-	require.Equal(t, map[string]string{"zone": "a", "disk": "ssd", "corral.limits": "not-enforced"}, got.Labels)
+	require.Equal(t, map[string]string{"zone": "a", "disk": "ssd", "corral.limits": "not-enforced", "corral.max_allocs": "100"}, got.Labels)
 	require.EqualValues(t, 1500, got.Capacity.CPUMillis)
 	require.EqualValues(t, 512, got.Capacity.MemoryMB)
 	require.Equal(t, []string{w.httpAddr}, got.Addresses)
@@ -184,7 +184,7 @@ func TestWorkers_CombinedRoleRunsControllerAndWorker(t *testing.T) {
 
 	c := &cluster{t: t, dir: dir, nodes: map[uint64]*node{1: {id: 1, httpAddr: httpAddr, clusterAddr: clusterAddr, cmd: cmd}}}
 	got := c.waitWorker("1", "alive", 30*time.Second)
-	require.Equal(t, map[string]string{"role": "dev", "corral.limits": "not-enforced"}, got.Labels)
+	require.Equal(t, map[string]string{"role": "dev", "corral.limits": "not-enforced", "corral.max_allocs": "100"}, got.Labels)
 	w := &workerProc{t: t, httpAddr: workerHTTP}
 	require.Eventually(t, w.ready, 10*time.Second, 20*time.Millisecond)
 

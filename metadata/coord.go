@@ -337,8 +337,10 @@ func (s *State) putItem(key string, value []byte, cur item, exists bool, lease i
 	if exists {
 		it.create = cur.create
 		it.version = cur.version + 1
+		s.kvBytes -= itemBytes(cur)
 	}
 	s.kvs.ReplaceOrInsert(it)
+	s.kvBytes += itemBytes(it)
 	res.Events = append(res.Events, Event{Type: EventPut, Key: key, Value: value,
 		CreateRevision: it.create, ModRevision: it.mod, Version: it.version, Lease: lease})
 }
@@ -351,6 +353,7 @@ func (s *State) deleteItem(key string, lease int64, res *Result) {
 	}
 	s.revision++
 	s.kvs.Delete(cur)
+	s.kvBytes -= itemBytes(cur)
 	res.Events = append(res.Events, Event{Type: EventDelete, Key: key, ModRevision: s.revision, Lease: lease})
 }
 

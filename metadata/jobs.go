@@ -357,6 +357,9 @@ type SchedView struct {
 	Jobs    []SchedJob
 	Workers []Worker
 	Used    map[string]Resources
+	// Allocs counts the non-terminal allocations on each worker (for its
+	// MaxAllocs).
+	Allocs map[string]int
 }
 
 // SchedulerView returns the named jobs (missing ones are skipped), every
@@ -364,7 +367,7 @@ type SchedView struct {
 func (s *State) SchedulerView(jobs []string) SchedView {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	v := SchedView{Used: map[string]Resources{}}
+	v := SchedView{Used: map[string]Resources{}, Allocs: map[string]int{}}
 	for _, name := range jobs {
 		j := s.ext.Jobs[name]
 		if j == nil {
@@ -393,9 +396,11 @@ func (s *State) SchedulerView(jobs []string) SchedView {
 			continue
 		}
 		u := v.Used[a.Worker]
-		u.CPUMillis += j.Spec.Task.Resources.CPUMillis
-		u.MemoryMB += j.Spec.Task.Resources.MemoryMB
+		r := j.Spec.Task.Resources.Effective()
+		u.CPUMillis += r.CPUMillis
+		u.MemoryMB += r.MemoryMB
 		v.Used[a.Worker] = u
+		v.Allocs[a.Worker]++
 	}
 	return v
 }

@@ -132,6 +132,7 @@ func (s *State) applyJobRegister(c *Command) Result {
 	}
 	j.Spec, j.Stopped, j.SubmittedAtMS = r.Spec, false, r.AtMS
 	j.Version++
+	s.extBytes += int64(len(c.Value)) // size.go: the estimate grows with each new spec
 	j.Failed = 0
 	j.PlanSeq++
 	s.wantEval(j)

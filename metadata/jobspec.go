@@ -67,6 +67,10 @@ type Task struct {
 	Workdir     string            `json:"workdir,omitempty"`
 	Resources   Resources         `json:"resources"`
 	KillTimeout Duration          `json:"kill_timeout,omitempty"`
+	// User is the user the task runs as; "" means the worker's task user
+	// (--task-user). A worker runs a task as another user only if its
+	// --allowed-task-users lists it, and otherwise fails the allocation.
+	User string `json:"user,omitempty"`
 }
 
 // Constraint restricts placement by worker labels.
@@ -238,6 +242,27 @@ func (t *Task) validate(add func(string, string, ...any)) {
 	if t.KillTimeout < 0 || time.Duration(t.KillTimeout) > MaxKillTimeout {
 		add("task.kill_timeout", "must be between 0 and %v", MaxKillTimeout)
 	}
+	if t.User != "" && !validUserName(t.User) {
+		add("task.user", "must be a user name of at most %d letters, digits, '_', '.' or '-', not starting with '-'", maxUserName)
+	}
+}
+
+// maxUserName bounds task.user (Linux user names are at most 32 bytes).
+const maxUserName = 32
+
+// validUserName reports whether s can name a user on a worker: a POSIX
+// portable user name (a numeric uid is one too).
+func validUserName(s string) bool {
+	if s == "" || len(s) > maxUserName || s[0] == '-' {
+		return false
+	}
+	for _, c := range s {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-'
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
 
 func (c *Constraint) validate(field string, add func(string, string, ...any)) {

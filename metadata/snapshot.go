@@ -51,6 +51,7 @@ func (s *State) Snapshot() ([]byte, error) {
 	if b := s.ext.encode(); string(b) != "{}" {
 		ext = b
 	}
+	s.extBytes = int64(len(ext)) // size.go: re-anchor the estimate
 	s.mu.Unlock()
 	return encodeSnapshot(applied, rev, cid, tree, ext), nil
 }
@@ -121,6 +122,7 @@ func (s *State) RestoreFrom(data []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.applied, s.revision, s.clusterID, s.kvs, s.ext = n.applied, n.revision, n.clusterID, n.kvs, n.ext
+	s.kvBytes, s.extBytes = n.kvBytes, n.extBytes
 	return nil
 }
 
@@ -173,6 +175,7 @@ func decodeSnapshot(data []byte) (*State, error) {
 				return nil, corrupt("ext section before kv section")
 			}
 			s.ext, err = decodeExt(payload)
+			s.extBytes = int64(len(payload))
 		default:
 			if tag&SectionIgnorableFlag == 0 {
 				return nil, fmt.Errorf("%w: unknown required snapshot section %d (written by a newer corral)", ErrUnsupportedVersion, base)
@@ -247,6 +250,7 @@ func (s *State) decodeKVs(p []byte) error {
 		}
 		prev = it.key
 		s.kvs.ReplaceOrInsert(it)
+		s.kvBytes += itemBytes(it)
 	}
 	if r.remaining() != 0 {
 		return corrupt("kv section: %d trailing bytes", r.remaining())

@@ -62,6 +62,13 @@ type State struct {
 	clusterID string
 	kvs       *btree.BTreeG[item]
 	ext       extState
+	// kvBytes is the sum of len(key)+len(value) over every key, kept by
+	// putItem and deleteItem and recounted on restore (size.go). extBytes
+	// estimates the ext state: its encoded size at the last snapshot or
+	// restore, plus the job specs registered since. Neither is
+	// serialised, so snapshots are unchanged.
+	kvBytes  int64
+	extBytes int64
 }
 
 // New returns an empty state at applied index 0 and revision 0.
@@ -114,6 +121,40 @@ func (s *State) Range(prefix string, limit int) []KV {
 		return limit <= 0 || len(out) < limit
 	})
 	return out
+}
+
+// RangePage returns one page of the KVs whose key starts with prefix and
+// sorts after after ("" starts at the first key), in key order: at most
+// limit of them (limit <= 0: no count bound) and, past the first, no more
+// than maxBytes of keys and values (maxBytes <= 0: no size bound). more
+// says keys remain after the last one returned; pass that key as after
+// to read the next page. Only the page is copied, so a range over many
+// keys costs memory in proportion to the page, not the range.
+func (s *State) RangePage(prefix, after string, limit, maxBytes int) (kvs []KV, more bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	start := prefix
+	if after > start {
+		start = after
+	}
+	size := 0
+	s.kvs.AscendGreaterOrEqual(item{key: start}, func(it item) bool {
+		if !strings.HasPrefix(it.key, prefix) {
+			return false
+		}
+		if it.key == after {
+			return true
+		}
+		n := len(it.key) + len(it.value)
+		if (limit > 0 && len(kvs) >= limit) || (maxBytes > 0 && len(kvs) > 0 && size+n > maxBytes) {
+			more = true
+			return false
+		}
+		kvs = append(kvs, it.kv())
+		size += n
+		return true
+	})
+	return kvs, more
 }
 
 // Count returns the number of keys.

@@ -162,3 +162,12 @@ type SupervisorConfig = executor.SupervisorConfig
 
 // SuperviseMain runs `corral supervise` and returns its exit code.
 func SuperviseMain(cfg SupervisorConfig) int { return executor.SuperviseMain(cfg) }
+
+// ParseTaskCredential builds SupervisorConfig.Credential from supervise's --uid, --gid and --groups.
+var ParseTaskCredential = executor.ParseCredential
+
+// DefaultTaskUser is the user a worker running as root runs tasks as by default.
+const DefaultTaskUser = worker.DefaultTaskUser
+
+// ValidateGlobs reports the first malformed glob of --allowed-commands.
+func ValidateGlobs(globs []string) error { return executor.ValidateGlobs(globs) }

@@ -55,7 +55,7 @@ func TestWorker_RegistersAndShowsAlive(t *testing.T) {
 	}, 5*time.Second, 5*time.Millisecond)
 	require.Equal(t, "alive", got.State)
 	require.Equal(t, uint64(1), got.Epoch)
-	require.Equal(t, map[string]string{"zone": "a", worker.LimitsLabel: "not-enforced"}, got.Labels)
+	require.Equal(t, map[string]string{"zone": "a", worker.LimitsLabel: "not-enforced", metadata.MaxAllocsLabel: "100"}, got.Labels)
 	require.Equal(t, client.WorkerCapacity{CPUMillis: 3000, MemoryMB: 2048}, got.Capacity)
 	require.Equal(t, uint64(250), got.Load.CPUMillis)
 	require.Equal(t, uint64(1), got.Load.RunningTasks)
@@ -111,6 +111,7 @@ func TestWorker_RegistrationLargerThanTheSessionReadBufferArrivesWhole(t *testin
 		return true
 	}, 5*time.Second, 5*time.Millisecond)
 	labels[worker.LimitsLabel] = "not-enforced"
+	labels[metadata.MaxAllocsLabel] = "100"
 	require.Equal(t, labels, got.Labels)
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/corral-dev/corral/client"
 	"github.com/corral-dev/corral/transport"
 )
 
@@ -237,6 +238,7 @@ func (b *benchSchedule) post(ctx context.Context, method, path, body string) err
 	if err != nil {
 		return err
 	}
+	req.Header.Set(client.ClientHeader, "corral-bench") // the API refuses writes without it (browser safety)
 	if b.lead.token != "" {
 		req.Header.Set("Authorization", "Bearer "+b.lead.token)
 	}

@@ -461,6 +461,7 @@ func (l *benchLeader) metrics() (map[string]float64, error) {
 	if err != nil {
 		return nil, err
 	}
+	req.Header.Set(client.ClientHeader, "corral-bench")
 	if l.token != "" {
 		req.Header.Set("Authorization", "Bearer "+l.token)
 	}

@@ -31,6 +31,18 @@ func TestParse_DefaultsAndYAML(t *testing.T) {
 	require.True(t, spec.Equal(yamlSpec), "YAML and JSON forms of one spec are equal")
 }
 
+func TestParse_TaskUser(t *testing.T) {
+	t.Parallel()
+	for _, u := range []string{"nobody", "www-data", "svc.app_1", "65534"} {
+		spec, err := Parse([]byte("name: a\ntask: {command: x, user: \"" + u + "\"}\n"))
+		require.NoError(t, err, u)
+		require.Equal(t, u, spec.Task.User)
+	}
+	spec, err := Parse([]byte(webJSON))
+	require.NoError(t, err)
+	require.Empty(t, spec.Task.User, "no user: the worker's task user")
+}
+
 // invalidSpecs are specs Parse rejects, each with the field its first problem names.
 var invalidSpecs = []struct {
 	name  string
@@ -52,6 +64,9 @@ var invalidSpecs = []struct {
 	{"unknown placement", `{"name": "a", "task": {"command": "x"}, "placement": "random"}`, "placement"},
 	{"negative attempts", `{"name": "a", "task": {"command": "x"}, "restart": {"attempts": -1}}`, "restart.attempts"},
 	{"unknown field", `{"name": "a", "task": {"command": "x"}, "colour": "red"}`, "(spec)"},
+	{"bad user", `{"name": "a", "task": {"command": "x", "user": "root;id"}}`, "task.user"},
+	{"user starting with -", `{"name": "a", "task": {"command": "x", "user": "-u"}}`, "task.user"},
+	{"user too long", `{"name": "a", "task": {"command": "x", "user": "` + strings.Repeat("u", 33) + `"}}`, "task.user"},
 	{"empty", ``, "(spec)"},
 	{"trailing data", `{"name": "a", "task": {"command": "x"}} {}`, "(spec)"},
 	{"not YAML", "name: [web\n", "(spec)"},

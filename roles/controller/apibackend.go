@@ -10,6 +10,7 @@ import (
 	"github.com/corral-dev/corral/roles/controller/api"
 	"github.com/corral-dev/corral/roles/controller/api/view"
 	"github.com/corral-dev/corral/roles/controller/coord"
+	"github.com/corral-dev/corral/roles/controller/fault"
 	"github.com/corral-dev/corral/transport"
 )
 
@@ -141,13 +142,19 @@ func (a apiWatches) Closed() bool   { return a.c.hub.Closed() }
 // apiWatch is one open watch.
 type apiWatch struct{ w *coord.Watcher }
 
-func (a apiWatch) Events() <-chan metadata.Event { return a.w.Events() }
-func (a apiWatch) Cut() <-chan struct{}          { return a.w.Cut() }
-func (a apiWatch) Err() error                    { return watchErr(a.w.Err()) }
+func (a apiWatch) Ready() <-chan struct{} { return a.w.Ready() }
+func (a apiWatch) Take(dst []metadata.Event) []metadata.Event {
+	return a.w.Take(dst)
+}
+func (a apiWatch) Cut() <-chan struct{} { return a.w.Cut() }
+func (a apiWatch) Err() error           { return watchErr(a.w.Err()) }
 
 // watchErr turns the hub's resume errors into the API's.
 func watchErr(err error) error {
 	var we *coord.WatchError
+	if errors.Is(err, coord.ErrTooManyWatches) {
+		return fault.New(fault.Limit, "too_many_watches", "%v", err)
+	}
 	if errors.As(err, &we) {
 		return &api.WatchError{Code: we.Code, Message: we.Message, Resume: we.Resume, Oldest: we.Oldest}
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/roles/controller/api"
+	"github.com/corral-dev/corral/roles/controller/coord"
 	"github.com/corral-dev/corral/transport"
 )
 
@@ -61,6 +62,10 @@ type Config struct {
 	// metrics listener over HTTPS with this pair, reloaded when the files
 	// change. The node certificate (TLSDir's node.pem, node-key.pem) will do.
 	HTTPTLSCert, HTTPTLSKey string
+	// HTTPAllowedHosts are the Host names and IPs the API answers to
+	// (--http-allowed-hosts; "*": any). Empty: api.DefaultAllowedHosts of
+	// HTTPAddr and the names in HTTPTLSCert.
+	HTTPAllowedHosts []string
 	// MetricsAddr, when set, serves GET /metrics (and /healthz, /readyz)
 	// on a listener of its own instead of the API port.
 	MetricsAddr string
@@ -73,6 +78,13 @@ type Config struct {
 	// SnapshotEvery is how many applied entries trigger a state-machine
 	// snapshot and log compaction.
 	SnapshotEvery uint64
+	// QuotaBytes is the storage quota (--quota-bytes): past it, writes that
+	// add data are refused with no_space before they are proposed
+	// (api/quota.go). 0 means api.DefaultQuotaBytes; negative, no quota.
+	QuotaBytes int64
+	// MaxLeases caps the live leases (--max-leases) before proposing a
+	// grant; 0 means api.DefaultMaxLeases.
+	MaxLeases int
 	// SnapshotCatchUp is how many entries are kept behind a snapshot so a
 	// briefly lagging follower catches up from the log, not a snapshot.
 	SnapshotCatchUp uint64
@@ -84,6 +96,16 @@ type Config struct {
 	HeartbeatTicks int
 	// RequestTimeout bounds how long a write or linearizable read waits.
 	RequestTimeout time.Duration
+	// HTTPMaxConns bounds the API's open connections (default
+	// api.DefaultMaxConns); HTTPIdleTimeout closes idle keep-alive
+	// connections (default api.DefaultIdleTimeout); HTTPReadTimeout
+	// bounds reading a request's body (default api.DefaultReadTimeout).
+	HTTPMaxConns    int
+	HTTPIdleTimeout time.Duration
+	HTTPReadTimeout time.Duration
+	// MaxWatches bounds the watches open on this controller (default
+	// coord.DefaultMaxWatchers).
+	MaxWatches int
 	// PromoteAfter overrides how long a learner must stay caught up before
 	// it is promoted (default PromoteAfter); tests shorten it.
 	PromoteAfter time.Duration
@@ -121,6 +143,12 @@ func (c *Config) Defaults() {
 	if c.SnapshotCatchUp == 0 {
 		c.SnapshotCatchUp = 5000
 	}
+	if c.QuotaBytes == 0 {
+		c.QuotaBytes = api.DefaultQuotaBytes
+	}
+	if c.MaxLeases == 0 {
+		c.MaxLeases = api.DefaultMaxLeases
+	}
 	if c.SnapshotCatchUp > c.SnapshotEvery {
 		c.SnapshotCatchUp = c.SnapshotEvery
 	}
@@ -139,6 +167,9 @@ func (c *Config) Defaults() {
 	}
 	if c.RequestTimeout == 0 {
 		c.RequestTimeout = 5 * time.Second
+	}
+	if c.MaxWatches == 0 {
+		c.MaxWatches = coord.DefaultMaxWatchers
 	}
 	if c.SessionTimeout == 0 {
 		c.SessionTimeout = DefaultSessionTimeout

@@ -105,10 +105,14 @@ func Start(cfg Config) (*Controller, error) {
 	}
 	c.api = api.New(api.Config{
 		NodeID: cfg.NodeID, HTTPAddr: cfg.HTTPAddr, APITokenFile: cfg.APITokenFile, HTTPInsecure: cfg.HTTPInsecure,
-		MetricsAddr: cfg.MetricsAddr, MetricsTokenFile: cfg.MetricsTokenFile,
+		AllowedHosts: cfg.HTTPAllowedHosts,
+		MetricsAddr:  cfg.MetricsAddr, MetricsTokenFile: cfg.MetricsTokenFile,
 		EnablePprof: cfg.EnablePprof, RequestTimeout: cfg.RequestTimeout, TickInterval: cfg.TickInterval,
+		MaxConns: cfg.HTTPMaxConns, IdleTimeout: cfg.HTTPIdleTimeout, ReadTimeout: cfg.HTTPReadTimeout,
 		Registry: c.reg, Stopping: r.Stopping(), Logger: c.log, PeerTransport: c.peerTransport(), TLS: httpTLS,
+		Limits: api.Limits{QuotaBytes: max(cfg.QuotaBytes, 0), MaxLeases: cfg.MaxLeases},
 	}, c.apiBackend())
+	c.registerQuotaMetrics(cfg.QuotaBytes)
 	if cfg.HTTPAddr != "" {
 		if err := c.api.Listen(); err != nil {
 			c.Close()

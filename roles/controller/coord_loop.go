@@ -64,6 +64,7 @@ func (c *Controller) expireLoop() {
 func (c *Controller) startCoord() {
 	c.lessor = coord.NewLessor()
 	c.hub = coord.NewHub(coord.DefaultWatchHistory, coord.DefaultWatchBuffer)
+	c.hub.SetMaxWatchers(c.cfg.MaxWatches)
 	c.hub.Reset(c.r.State().Revision())
 	c.leasesExpired = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "corral_leases_expired_total", Help: "Leases whose expiry this controller committed as leader."})

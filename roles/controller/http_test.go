@@ -40,6 +40,7 @@ func do(t *testing.T, method, url, body string, hdr ...string) (int, map[string]
 	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	require.NoError(t, err)
+	req.Header.Set("X-Corral-Client", "test") // writes need it (api/browser.go)
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}

@@ -28,6 +28,9 @@ type schedWorker struct {
 	Load float64
 	// JobAllocs counts allocations of the job being placed already there.
 	JobAllocs int
+	// Allocs counts the non-terminal allocations on the worker, of every
+	// job; MaxAllocs is the most it accepts (metadata.Worker.MaxAllocs).
+	Allocs, MaxAllocs int
 }
 
 // placement assigns one new allocation to a worker at its current epoch.
@@ -61,12 +64,18 @@ func place(spec *metadata.JobSpec, want int, workers []*schedWorker) placeResult
 	for len(res.Placements) < want {
 		best := pickWorker(spec, feasible)
 		if best == nil {
+			// Say why the workers that were feasible filled up.
+			for _, w := range feasible {
+				filtered.admit(spec, w)
+			}
 			res.Reason = filtered.reason(len(workers), want-len(res.Placements))
 			return res
 		}
-		best.Used.CPUMillis += spec.Task.Resources.CPUMillis
-		best.Used.MemoryMB += spec.Task.Resources.MemoryMB
+		r := spec.Task.Resources.Effective()
+		best.Used.CPUMillis += r.CPUMillis
+		best.Used.MemoryMB += r.MemoryMB
 		best.JobAllocs++
+		best.Allocs++
 		res.Placements = append(res.Placements, placement{WorkerID: best.ID, WorkerEpoch: best.Epoch})
 		if spec.Singleton {
 			break
@@ -76,7 +85,7 @@ func place(spec *metadata.JobSpec, want int, workers []*schedWorker) placeResult
 }
 
 // filterCounts records why workers were found infeasible.
-type filterCounts struct{ constraint, cpu, memory int }
+type filterCounts struct{ constraint, cpu, memory, allocs int }
 
 func (f *filterCounts) admit(spec *metadata.JobSpec, w *schedWorker) bool {
 	switch {
@@ -86,6 +95,8 @@ func (f *filterCounts) admit(spec *metadata.JobSpec, w *schedWorker) bool {
 		f.cpu++
 	case !fitsMemory(spec, w):
 		f.memory++
+	case !fitsAllocs(w):
+		f.allocs++
 	default:
 		return true
 	}
@@ -106,18 +117,33 @@ func (f *filterCounts) reason(total, missing int) string {
 	if f.memory > 0 {
 		parts = append(parts, fmt.Sprintf("%d have too little free memory", f.memory))
 	}
+	if f.allocs > 0 {
+		parts = append(parts, fmt.Sprintf("%d already run their maximum number of allocations (--max-allocs)", f.allocs))
+	}
 	if len(parts) == 0 {
 		parts = append(parts, "the remaining workers ran out of room")
 	}
 	return fmt.Sprintf("%d allocation(s) not placed on %d alive worker(s): %s", missing, total, strings.Join(parts, ", "))
 }
 
+// fitsCPU and fitsMemory count the task at its effective resources (at
+// least metadata.MinTaskCPUMillis and MinTaskMemoryMB).
 func fitsCPU(spec *metadata.JobSpec, w *schedWorker) bool {
-	return w.Used.CPUMillis+spec.Task.Resources.CPUMillis <= w.Capacity.CPUMillis
+	return w.Used.CPUMillis+spec.Task.Resources.Effective().CPUMillis <= w.Capacity.CPUMillis
 }
 
 func fitsMemory(spec *metadata.JobSpec, w *schedWorker) bool {
-	return w.Used.MemoryMB+spec.Task.Resources.MemoryMB <= w.Capacity.MemoryMB
+	return w.Used.MemoryMB+spec.Task.Resources.Effective().MemoryMB <= w.Capacity.MemoryMB
+}
+
+// fitsAllocs reports whether w takes one more allocation. MaxAllocs 0
+// (a schedWorker built without it) means metadata.DefaultMaxAllocs.
+func fitsAllocs(w *schedWorker) bool {
+	limit := w.MaxAllocs
+	if limit <= 0 {
+		limit = metadata.DefaultMaxAllocs
+	}
+	return w.Allocs < limit
 }
 
 // utilization is the larger of a worker's cpu and memory shares claimed,
@@ -137,7 +163,7 @@ func pickWorker(spec *metadata.JobSpec, feasible []*schedWorker) *schedWorker {
 	var best *schedWorker
 	var bestScore float64
 	for _, w := range feasible {
-		if !fitsCPU(spec, w) || !fitsMemory(spec, w) {
+		if !fitsCPU(spec, w) || !fitsMemory(spec, w) || !fitsAllocs(w) {
 			continue
 		}
 		score := utilization(w)

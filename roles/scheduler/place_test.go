@@ -52,6 +52,14 @@ func TestPlace(t *testing.T) {
 		spec.Singleton = true
 		return spec
 	}
+	// maxAllocs sets every worker's --max-allocs, and their allocations
+	// already placed.
+	maxAllocs := func(ws []*schedWorker, limit, placed int) []*schedWorker {
+		for _, w := range ws {
+			w.MaxAllocs, w.Allocs = limit, placed
+		}
+		return ws
+	}
 	cases := []struct {
 		name        string
 		spec        *metadata.JobSpec
@@ -74,6 +82,24 @@ func TestPlace(t *testing.T) {
 		{name: "no worker meets the constraints", spec: inZone("c"), want: 2, workers: workersN(3, 1000, 1024), placed: 0,
 			reason: "3 worker(s) do not meet the constraints"},
 		{name: "no workers", spec: jobSpec(1, metadata.PlaceSpread, 1, 1), want: 1, placed: -1, reason: "no alive worker"},
+		// Zero resources count as the minimum, and --max-allocs bounds
+		// every worker, so a binpacked zero-resource job spreads out.
+		{name: "zero-resource binpack stops at max allocs", spec: jobSpec(30, metadata.PlaceBinpack, 0, 0), want: 30,
+			workers: maxAllocs(workersN(3, 1000, 1024), 10, 0), placed: 30,
+			perWorker: map[string]int{"w00": 10, "w01": 10, "w02": 10}},
+		{name: "over max allocs stays pending with the reason", spec: jobSpec(40, metadata.PlaceSpread, 0, 0), want: 40,
+			workers: maxAllocs(workersN(3, 1000, 1024), 10, 0), placed: 30,
+			reason: "10 allocation(s) not placed on 3 alive worker(s): 3 already run their maximum number of allocations (--max-allocs)"},
+		{name: "allocations of other jobs count toward max allocs", spec: jobSpec(5, metadata.PlaceSpread, 0, 0), want: 5,
+			workers: maxAllocs(workersN(2, 1000, 1024), 10, 9), placed: 2, reason: "maximum number of allocations"},
+		{name: "a full worker is filtered with the reason", spec: jobSpec(1, metadata.PlaceSpread, 0, 0), want: 1,
+			workers: maxAllocs(workersN(2, 1000, 1024), 10, 10), placed: 0, reason: "2 already run their maximum"},
+		{name: "unset max allocs means the default", spec: jobSpec(150, metadata.PlaceBinpack, 0, 0), want: 150,
+			workers: workersN(1, 100_000, 100_000), placed: metadata.DefaultMaxAllocs},
+		{name: "zero cpu counts as the minimum cpu", spec: jobSpec(5, metadata.PlaceBinpack, 0, 0), want: 5,
+			workers: workersN(1, 2*metadata.MinTaskCPUMillis+5, 1024), placed: 2, reason: "too little free cpu"},
+		{name: "zero memory counts as the minimum memory", spec: jobSpec(5, metadata.PlaceBinpack, 0, 0), want: 5,
+			workers: workersN(1, 1000, 3*metadata.MinTaskMemoryMB), placed: 3, reason: "too little free memory"},
 		{name: "singleton places one", spec: singleton(), want: 3, workers: workersN(3, 1000, 1000), placed: 1},
 	}
 	for _, tc := range cases {

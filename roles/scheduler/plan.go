@@ -37,7 +37,7 @@ func Plan(view metadata.SchedView, in Inputs) metadata.Plan {
 			continue
 		}
 		sw := &schedWorker{ID: w.ID, Epoch: w.Epoch, Labels: w.Labels, Capacity: w.Capacity,
-			Used: view.Used[w.ID], Load: loads[w.ID]}
+			Used: view.Used[w.ID], Load: loads[w.ID], Allocs: view.Allocs[w.ID], MaxAllocs: w.MaxAllocs()}
 		pool = append(pool, sw)
 		poolByID[w.ID] = sw
 	}

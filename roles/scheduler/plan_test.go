@@ -49,6 +49,18 @@ func TestPlan(t *testing.T) {
 				return metadata.SchedView{Jobs: []metadata.SchedJob{*sj}, Workers: aliveWorkers(1, 1000)}
 			}(),
 			stop: 1},
+		// The workers' --max-allocs (a label) and the allocations already
+		// on them (view.Allocs) reach placement.
+		{name: "max allocs label and existing allocations bound placement",
+			view: func() metadata.SchedView {
+				ws := aliveWorkers(2, 1000)
+				for i := range ws {
+					ws[i].Labels = map[string]string{metadata.MaxAllocsLabel: "4"}
+				}
+				return metadata.SchedView{Jobs: []metadata.SchedJob{*schedJob("service", 10, false, 1)}, Workers: ws,
+					Allocs: map[string]int{"w0": 3}}
+			}(),
+			place: 5, unplaced: 5},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

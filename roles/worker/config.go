@@ -64,6 +64,10 @@ type Config struct {
 	// machine's (all CPUs, all memory).
 	CPUMillis int64
 	MemoryMB  int64
+	// MaxAllocs is the most allocations (not yet ended) the scheduler
+	// places here; 0 means DefaultMaxAllocs. It reaches the controllers as
+	// the metadata.MaxAllocsLabel label of the registration.
+	MaxAllocs int
 	// Addresses are where the worker can be reached; default HTTPAddr.
 	Addresses []string
 	// HTTPAddr serves /healthz, /readyz and /metrics; "" disables it.
@@ -103,6 +107,15 @@ type Config struct {
 	// LogRetention keeps the logs of ended allocations this long (0:
 	// forever).
 	LogRetention time.Duration
+	// TaskUser is, when the worker runs as root, the user its tasks run as
+	// unless their job names another (default DefaultTaskUser);
+	// AllowedTaskUsers are the other users a job may name (task.user). A
+	// worker that is not root runs tasks as itself.
+	TaskUser         string
+	AllowedTaskUsers []string
+	// AllowedCommands are globs (path.Match) a task's command path must
+	// match; empty allows every command.
+	AllowedCommands []string
 	// OnHeartbeatAck is called with the round trip of every acknowledged
 	// heartbeat (benchmarks); it runs on the worker's loop.
 	OnHeartbeatAck func(rtt time.Duration)
@@ -119,7 +132,13 @@ type Config struct {
 	OnLeaderAck func(addr string, controllerEpoch uint64, at time.Time)
 }
 
+// DefaultTaskUser is the user a root worker runs tasks as by default.
+const DefaultTaskUser = "nobody"
+
 func (c *Config) defaults() {
+	if c.TaskUser == "" {
+		c.TaskUser = DefaultTaskUser
+	}
 	if c.HeartbeatInterval <= 0 {
 		c.HeartbeatInterval = DefaultHeartbeatInterval
 	}
@@ -148,8 +167,15 @@ func (c *Config) defaults() {
 		labels[k] = v
 	}
 	labels[LimitsLabel] = "not-enforced"
+	if c.MaxAllocs <= 0 {
+		c.MaxAllocs = DefaultMaxAllocs
+	}
+	labels[metadata.MaxAllocsLabel] = strconv.Itoa(c.MaxAllocs)
 	c.Labels = labels
 }
+
+// DefaultMaxAllocs is the default of Config.MaxAllocs (--max-allocs).
+const DefaultMaxAllocs = metadata.DefaultMaxAllocs
 
 // LimitsLabel is the label a worker sets to say whether task resource
 // limits are enforced on it.

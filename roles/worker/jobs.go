@@ -100,6 +100,7 @@ func (w *Worker) ensureRunner() allocRunner {
 		RefreshEvery: min(w.cfg.HeartbeatInterval, refresh/4), RefreshTimeout: refresh, LostGrace: w.timeout / 10,
 		LogRetention: w.cfg.LogRetention, Report: w.jobs.report, Logger: w.log, MayRefresh: w.mayRefresh(time.Duration(0.45 * float64(w.timeout))),
 		CgroupRoot: w.cgroups.AllocsRoot,
+		TaskUser:   w.cfg.TaskUser, AllowedTaskUsers: w.cfg.AllowedTaskUsers, AllowedCommands: w.cfg.AllowedCommands,
 	})
 	if err != nil {
 		w.log.Error("cannot run allocations", "err", err)

@@ -175,6 +175,9 @@ func Start(cfg Config) (*Worker, error) {
 	}
 	w.log = cfg.Logger.With("component", "worker", "worker", id)
 	w.jobs.init()
+	if !cfg.Simulate {
+		w.isolation() // isolation.go
+	}
 	if cfg.EnforceLimits && !cfg.Simulate {
 		w.cgroups = executor.DetectCgroups()
 		w.cfg.Labels[LimitsLabel] = w.cgroups.Label()

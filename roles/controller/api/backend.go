@@ -99,8 +99,11 @@ type Watches interface {
 
 // Watch is one open watch.
 type Watch interface {
-	// Events delivers the watched events.
-	Events() <-chan metadata.Event
+	// Ready receives a value when events may be queued for Take.
+	Ready() <-chan struct{}
+	// Take appends the queued events (revision order) to dst and empties
+	// the queue; the watch's buffer grows on demand, nothing is reserved.
+	Take(dst []metadata.Event) []metadata.Event
 	// Cut is closed when the watch is dropped; Err then says why.
 	Cut() <-chan struct{}
 	Err() error

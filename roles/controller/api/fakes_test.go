@@ -205,16 +205,26 @@ func (h *fakeWatches) Current() int64    { return h.last }
 func (h *fakeWatches) Watchers() int     { return 0 }
 func (h *fakeWatches) Closed() bool      { return false }
 
-// fakeWatch is a watch whose events and cut a test drives.
+// fakeWatch is a watch whose events and cut a test drives: queued are
+// handed out by the first Take.
 type fakeWatch struct {
-	events chan metadata.Event
+	mu     sync.Mutex
+	queued []metadata.Event
+	ready  chan struct{}
 	cut    chan struct{}
 	err    error
 }
 
-func (w *fakeWatch) Events() <-chan metadata.Event { return w.events }
-func (w *fakeWatch) Cut() <-chan struct{}          { return w.cut }
-func (w *fakeWatch) Err() error                    { return w.err }
+func (w *fakeWatch) Ready() <-chan struct{} { return w.ready }
+func (w *fakeWatch) Take(dst []metadata.Event) []metadata.Event {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	dst = append(dst, w.queued...)
+	w.queued = nil
+	return dst
+}
+func (w *fakeWatch) Cut() <-chan struct{} { return w.cut }
+func (w *fakeWatch) Err() error           { return w.err }
 
 // fakeBackups returns a fixed snapshot, or err.
 type fakeBackups struct {

@@ -44,6 +44,9 @@ func (s *Server) handleJobSubmit(_ http.ResponseWriter, r *http.Request) (any, e
 	if err != nil {
 		return nil, specError(err)
 	}
+	if err := s.admit(metadata.OpJobRegister); err != nil { // quota.go
+		return nil, err
+	}
 	res, err := s.store.ProposePayload(r.Context(), metadata.OpJobRegister, metadata.JobRegistration{Spec: *spec, AtMS: time.Now().UnixMilli()})
 	if err != nil {
 		if metadata.SpecFields(err) != nil {

@@ -1,8 +1,10 @@
 package api
 
 import (
+	"bufio"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -120,6 +122,9 @@ func (s *Server) handleDelete(_ http.ResponseWriter, r *http.Request) (any, erro
 // propose proposes cmd; the state machine's refusal comes back as the
 // error (Store.Propose), mapped by refusal.
 func (s *Server) propose(ctx context.Context, cmd *metadata.Command, refusal func(error) error) (metadata.Result, error) {
+	if err := s.admit(cmd.Op); err != nil { // quota.go
+		return metadata.Result{}, err
+	}
 	res, err := s.store.Propose(ctx, cmd)
 	if err != nil {
 		return res, refusal(err)
@@ -141,7 +146,7 @@ func kvError(err error) error {
 	return err
 }
 
-func (s *Server) handleGet(_ http.ResponseWriter, r *http.Request) (any, error) {
+func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) (any, error) {
 	key := r.PathValue("key")
 	q := r.URL.Query()
 	prefix := q.Get("prefix") == "true"
@@ -159,16 +164,7 @@ func (s *Server) handleGet(_ http.ResponseWriter, r *http.Request) (any, error) 
 	}
 	st := s.store.State()
 	if prefix {
-		limit, _, err := queryInt(r, "limit")
-		if err != nil {
-			return nil, err
-		}
-		kvs := st.Range(key, int(limit))
-		out := make([]kvJSON, len(kvs))
-		for i, kv := range kvs {
-			out[i] = toJSON(kv, enc)
-		}
-		return map[string]any{"kvs": out, "revision": st.Revision()}, nil
+		return s.rangePage(w, r, st, key, enc)
 	}
 	kv, ok := st.Get(key)
 	if !ok {
@@ -177,6 +173,81 @@ func (s *Server) handleGet(_ http.ResponseWriter, r *http.Request) (any, error) 
 	out := toJSON(kv, enc)
 	out.Revision = st.Revision()
 	return out, nil
+}
+
+// Range pages (GET /v1/kv/{prefix}?prefix=true): a page holds at most
+// limit keys (DefaultRangeLimit when the request names none, never more
+// than MaxRangeLimit) and, past its first key, about MaxRangeBytes of
+// keys and values; an answer cut short carries "more": true and "next",
+// the last key it holds, to pass as ?after= for the next page.
+const (
+	DefaultRangeLimit = 1000
+	MaxRangeLimit     = 10000
+	MaxRangeBytes     = 4 << 20
+)
+
+// rangeTail ends the answer to a range read, after its "kvs".
+type rangeTail struct {
+	Revision int64 `json:"revision"`
+	// More says keys remain past this page; Next is then the key to pass
+	// as ?after= to read them.
+	More bool   `json:"more,omitempty"`
+	Next string `json:"next,omitempty"`
+}
+
+// rangePage answers one page of a range read: ?limit=N (1..MaxRangeLimit,
+// default DefaultRangeLimit) and ?after=KEY (exclusive; the previous
+// page's next). The answer is {"kvs": [...], "revision", "more", "next"};
+// it is encoded key by key as it is written, so a page costs about its
+// copied keys and values, not several encoded copies of them.
+func (s *Server) rangePage(w http.ResponseWriter, r *http.Request, st *metadata.State, prefix, enc string) (any, error) {
+	limit, ok, err := queryInt(r, "limit")
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case !ok || limit == 0:
+		limit = DefaultRangeLimit
+	case limit > MaxRangeLimit:
+		return nil, badRequest("limit is %d; the maximum is %d (read the rest with ?after=, see docs/API.md)", limit, MaxRangeLimit)
+	}
+	after := r.URL.Query().Get("after")
+	if after != "" && !strings.HasPrefix(after, prefix) {
+		return nil, badRequest("after %q does not start with the prefix %q", after, prefix)
+	}
+	rev := st.Revision()
+	maxBytes := MaxRangeBytes
+	if enc == "base64" {
+		maxBytes = MaxRangeBytes * 3 / 4 // base64 grows values by a third
+	}
+	kvs, more := st.RangePage(prefix, after, int(limit), maxBytes)
+	tail := rangeTail{Revision: rev, More: more}
+	if more {
+		tail.Next = kvs[len(kvs)-1].Key
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	bw := bufio.NewWriterSize(w, 32<<10)
+	je := json.NewEncoder(bw)
+	_, _ = bw.WriteString(`{"kvs":[`)
+	for i := range kvs {
+		if i > 0 {
+			_ = bw.WriteByte(',')
+		}
+		if err := je.Encode(toJSON(kvs[i], enc)); err != nil {
+			return nil, nil // the client left
+		}
+		kvs[i] = metadata.KV{} // let the value go once written
+	}
+	end, err := json.Marshal(tail)
+	if err != nil {
+		return nil, err
+	}
+	_, _ = bw.WriteString("],")
+	_, _ = bw.Write(end[1:]) // "revision":N,...}
+	_ = bw.WriteByte('\n')
+	_ = bw.Flush()
+	return nil, nil
 }
 
 // checkEncoding checks ?encoding= of reads and watches.

@@ -7,12 +7,14 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"crypto/subtle"
 	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -24,6 +26,7 @@ import (
 	"github.com/corral-dev/corral/metadata"
 	"github.com/corral-dev/corral/roles/controller/fault"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/net/netutil"
 )
 
 // API limits, enforced before anything is proposed.
@@ -173,6 +176,11 @@ type Config struct {
 	APITokenFile string
 	// HTTPInsecure allows a non-loopback address without a token.
 	HTTPInsecure bool
+	// AllowedHosts are the Host names (and IPs) the public listener answers
+	// to (--http-allowed-hosts; "*" allows any); empty means
+	// DefaultAllowedHosts(HTTPAddr) and the HTTPS certificate's names
+	// (browser.go).
+	AllowedHosts []string
 	// MetricsAddr, when set, is a second listener serving only GET
 	// /metrics, /healthz and /readyz; the API port then answers /metrics
 	// with 404 (metrics_http.go). Empty serves /metrics on the API port.
@@ -184,6 +192,13 @@ type Config struct {
 	EnablePprof bool
 	// RequestTimeout bounds forwarded requests and give-up proposals.
 	RequestTimeout time.Duration
+	// MaxConns bounds the API listener's open connections (0:
+	// DefaultMaxConns); IdleTimeout closes idle keep-alive connections
+	// (0: DefaultIdleTimeout); ReadTimeout bounds reading a request's
+	// headers and body (0: DefaultReadTimeout). See newHTTPServer.
+	MaxConns    int
+	IdleTimeout time.Duration
+	ReadTimeout time.Duration
 	// TickInterval paces waits for a new leader's address.
 	TickInterval time.Duration
 	// Registry serves /metrics and receives the API's own metrics.
@@ -201,6 +216,8 @@ type Config struct {
 	// streams end.
 	Stopping <-chan struct{}
 	Logger   *slog.Logger
+	// Limits are checked before proposing (quota.go).
+	Limits Limits
 }
 
 // Server serves the API over a Backend.
@@ -224,6 +241,7 @@ type Server struct {
 	peerHTTP     *http.Server // ServePeers (peer.go)
 	peerAsks     peerAsks     // the dashboard's view of the other controllers (ui_peers.go)
 	stopc        <-chan struct{}
+	browser      browserGuard // Host, Origin and client-header checks (browser.go)
 }
 
 // New returns a Server; it serves nothing until Listen (or use Handler).
@@ -310,6 +328,9 @@ func (s *Server) startHTTP() error {
 		return fmt.Errorf("listen for HTTP on %s: %w", s.cfg.HTTPAddr, err)
 	}
 	s.httpLn = ln
+	// Past MaxConns, connections wait in the kernel's accept backlog until
+	// one closes (idle ones close after IdleTimeout).
+	ln = netutil.LimitListener(ln, cmp.Or(s.cfg.MaxConns, DefaultMaxConns))
 	if s.cfg.TLS != nil {
 		ln = tls.NewListener(ln, s.cfg.TLS)
 	}
@@ -325,9 +346,72 @@ func (s *Server) startHTTP() error {
 	return nil
 }
 
+// HTTP server bounds (Config.MaxConns, IdleTimeout, ReadTimeout).
+const (
+	DefaultMaxConns    = 1024
+	DefaultIdleTimeout = 2 * time.Minute
+	DefaultReadTimeout = 30 * time.Second
+	// readHeaderTimeout bounds reading a request's headers.
+	readHeaderTimeout = 10 * time.Second
+)
+
 // newHTTPServer is the API's server, for clients and for peers alike.
+//
+// IdleTimeout closes keep-alive connections that carry no request, and
+// the API listener (startHTTP) accepts at most MaxConns connections.
+// http.Server.ReadTimeout is left unset on purpose: net/http applies it
+// to every read of the request body, and the lease keep-alive stream
+// (POST /v1/leases/keepalive/stream, full duplex) reads its body for as
+// long as it lasts, so the stream would end after ReadTimeout. (GET
+// streams, watches, GET /v1/events and followed logs, are safe either
+// way: net/http clears the deadline once a request's body is read.)
+// Instead readDeadline gives each request that has a body a read
+// deadline of ReadTimeout for that body (headers have readHeaderTimeout),
+// exempting the keep-alive stream.
 func (s *Server) newHTTPServer() *http.Server {
-	return &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	return &http.Server{Handler: s.readDeadline(s.Handler()), ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout: cmp.Or(s.cfg.IdleTimeout, DefaultIdleTimeout)}
+}
+
+// keepAliveStreamPath reads its body for as long as the stream lasts.
+const keepAliveStreamPath = "/v1/leases/keepalive/stream"
+
+// readDeadline bounds how long reading a request's body may take
+// (newHTTPServer): a client that trickles a body cannot hold a
+// connection and a handler for longer than ReadTimeout.
+func (s *Server) readDeadline(next http.Handler) http.Handler {
+	d := cmp.Or(s.cfg.ReadTimeout, DefaultReadTimeout)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody || r.URL.Path == keepAliveStreamPath {
+			next.ServeHTTP(w, r)
+			return
+		}
+		rc := http.NewResponseController(w)
+		if err := rc.SetReadDeadline(time.Now().Add(d)); err != nil {
+			next.ServeHTTP(w, r) // not a net/http connection (tests)
+			return
+		}
+		r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// deadlineBody clears the connection's read deadline once the body is
+// read, so the server's watch for a departed client is not cut short
+// while the handler runs.
+type deadlineBody struct {
+	io.ReadCloser
+	rc   *http.ResponseController
+	done bool
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF && !b.done {
+		b.done = true
+		_ = b.rc.SetReadDeadline(time.Time{})
+	}
+	return n, err
 }
 
 func isLoopback(host string) bool {
@@ -374,7 +458,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/", s.handle(func(_ http.ResponseWriter, r *http.Request) (any, error) {
 		return nil, notFound("not_found", "no route for %s %s; see docs/API.md", r.Method, r.URL.Path)
 	}))
-	return s.instrument(s.auth(mux))
+	return s.instrument(s.browserSafe(mux, s.auth(mux))) // browser.go
 }
 
 func (s *Server) auth(next http.Handler) http.Handler {

@@ -472,7 +472,7 @@ func TestWatch(t *testing.T) {
 		cut := make(chan struct{})
 		close(cut)
 		f := newFixture(t, func(f *fixture) {
-			f.watches.watch = &fakeWatch{events: make(chan metadata.Event), cut: cut,
+			f.watches.watch = &fakeWatch{ready: make(chan struct{}), cut: cut,
 				err: &WatchError{Code: "slow_watcher", Message: "too slow"}}
 			f.watches.backlog = []metadata.Event{{Type: metadata.EventPut, Key: "a/x", Value: []byte("v"), ModRevision: 5}}
 			f.watches.last = 5

@@ -105,48 +105,60 @@ func (s *Server) streamWatch(w http.ResponseWriter, fl http.Flusher, r *http.Req
 	tick := time.NewTicker(progress)
 	defer tick.Stop()
 	idle := true
-	for {
-		select {
-		case ev := <-wt.Events():
+	var buf []metadata.Event
+	// write encodes the queued events not yet sent; it reuses buf and
+	// drops it after a burst so an idle watch holds nothing.
+	write := func() error {
+		buf = wt.Take(buf[:0])
+		defer func() {
+			clear(buf)
+			if cap(buf) > 64 {
+				buf = nil
+			}
+		}()
+		for _, ev := range buf {
 			if ev.ModRevision <= sent {
 				continue
 			}
 			if err := je.Encode(eventLine(ev, enc)); err != nil {
-				return
+				return err
 			}
 			sent = ev.ModRevision
-			idle = false
-			// Drain what is queued before flushing.
-			for len(wt.Events()) > 0 {
-				ev := <-wt.Events()
-				if ev.ModRevision > sent {
-					if err := je.Encode(eventLine(ev, enc)); err != nil {
-						return
-					}
-					sent = ev.ModRevision
-				}
+		}
+		return nil
+	}
+	for {
+		select {
+		case <-wt.Ready():
+			if err := write(); err != nil {
+				return
 			}
+			idle = false
 			fl.Flush()
 		case <-tick.C:
 			if !idle {
 				idle = true
 				continue
 			}
-			if cur := s.hub.Current(); len(wt.Events()) == 0 {
-				if err := je.Encode(WatchLine{Type: "progress", Revision: max(cur, sent)}); err != nil {
-					return
-				}
-				fl.Flush()
+			// Every event up to cur was queued for this watch before
+			// Current returned, unless the watch was cut: then the
+			// Cut case below ends the stream with its resume revision.
+			cur := s.hub.Current()
+			if err := write(); err != nil {
+				return
 			}
+			select {
+			case <-wt.Cut():
+				continue
+			default:
+			}
+			if err := je.Encode(WatchLine{Type: "progress", Revision: max(cur, sent)}); err != nil {
+				return
+			}
+			fl.Flush()
 		case <-wt.Cut():
-			// Deliver what is buffered, then the error.
-			for len(wt.Events()) > 0 {
-				ev := <-wt.Events()
-				if ev.ModRevision > sent {
-					_ = je.Encode(eventLine(ev, enc))
-					sent = ev.ModRevision
-				}
-			}
+			// Deliver what is queued, then the error.
+			_ = write()
 			we, _ := wt.Err().(*WatchError)
 			line := WatchLine{Type: "error", Error: wt.Err().Error(), Code: "watch_cut", ResumeRevision: sent + 1}
 			if we != nil {

@@ -17,8 +17,17 @@ const (
 	// the oldest events are dropped first when either bound is reached.
 	MaxWatchHistoryBytes = 128 << 20
 	// DefaultWatchBuffer is how many undelivered events one watcher may
-	// have before it is cut off with a resume error.
+	// have before it is cut off with a resume error. The buffer is not
+	// reserved: it grows on demand up to this bound (and is released
+	// once the watcher catches up), so an idle watch costs a few hundred
+	// bytes.
 	DefaultWatchBuffer = 4096
+	// DefaultMaxWatchers is how many watches one controller keeps open
+	// at once; Subscribe refuses more with ErrTooManyWatches.
+	DefaultMaxWatchers = 10000
+	// keepQueue is the queue capacity a watcher keeps once drained; a
+	// larger one (left by a burst) is released.
+	keepQueue = 64
 )
 
 // Hub keeps a bounded window of recent events and fans them out to
@@ -35,26 +44,85 @@ type Hub struct {
 	bytes   int // keys and values in the ring
 	cap     int
 	bufSize int
+	maxSubs int // 0: no limit
 	subs    map[*Watcher]struct{}
 	closed  bool
 }
 
-// Watcher is one subscription: it receives the events of its prefix on
-// Events until it is cut (Cut closes; Err says why).
+// Watcher is one subscription: it queues the events of its prefix until
+// it is cut (Cut closes; Err says why). Ready is signalled when events
+// are queued, Take hands them over. The queue grows on demand up to the
+// hub's buffer bound; nothing is reserved up front.
 type Watcher struct {
 	prefix string
-	ch     chan metadata.Event
+	mu     sync.Mutex
+	queue  []metadata.Event
+	ready  chan struct{} // capacity 1: "the queue is not empty"
 	// cut is closed when the watcher is dropped; err says why.
 	cut  chan struct{}
 	err  error
 	once sync.Once
 }
 
-// Events delivers the watcher's events in revision order.
-func (w *Watcher) Events() <-chan metadata.Event { return w.ch }
+// Ready receives a value when events may be waiting in the queue.
+func (w *Watcher) Ready() <-chan struct{} { return w.ready }
 
-// Cut is closed when the hub drops the watcher; events already buffered
-// in Events are still readable.
+// Take appends the queued events, in revision order, to dst and empties
+// the queue. Passing the slice a previous Take returned (emptied) lets
+// the two buffers be reused.
+func (w *Watcher) Take(dst []metadata.Event) []metadata.Event {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	q := w.queue
+	if len(q) == 0 {
+		return dst
+	}
+	if len(dst) == 0 {
+		// Swap: the caller gets the queue, the watcher keeps dst (or
+		// nothing, if dst is a burst's large buffer).
+		if cap(dst) > keepQueue {
+			w.queue = nil
+		} else {
+			clear(dst[:cap(dst)])
+			w.queue = dst[:0]
+		}
+		return q
+	}
+	dst = append(dst, q...)
+	clear(q)
+	if cap(q) > keepQueue {
+		w.queue = nil // release a burst's buffer
+	} else {
+		w.queue = q[:0]
+	}
+	return dst
+}
+
+// Pending is the number of queued events.
+func (w *Watcher) Pending() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.queue)
+}
+
+// offer queues ev; false means the queue is full (the watcher is cut).
+func (w *Watcher) offer(ev metadata.Event, limit int) bool {
+	w.mu.Lock()
+	if len(w.queue) >= limit {
+		w.mu.Unlock()
+		return false
+	}
+	w.queue = append(w.queue, ev)
+	w.mu.Unlock()
+	select {
+	case w.ready <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// Cut is closed when the hub drops the watcher; events already queued
+// are still handed out by Take.
 func (w *Watcher) Cut() <-chan struct{} { return w.cut }
 
 // Err says why the watcher was cut (usually a *WatchError); it is set
@@ -79,6 +147,14 @@ func (w *Watcher) stop(err error) {
 // watcher fall up to buf events behind.
 func NewHub(history, buf int) *Hub {
 	return &Hub{cap: history, bufSize: buf, history: make([]metadata.Event, history), subs: map[*Watcher]struct{}{}}
+}
+
+// SetMaxWatchers bounds the open watchers (n <= 0: no bound); watchers
+// already open are kept.
+func (h *Hub) SetMaxWatchers(n int) {
+	h.mu.Lock()
+	h.maxSubs = n
+	h.mu.Unlock()
 }
 
 // Reset drops the window and starts it at rev; every watcher is cut
@@ -134,9 +210,7 @@ func (h *Hub) Publish(evs []metadata.Event) {
 			if !strings.HasPrefix(ev.Key, w.prefix) {
 				continue
 			}
-			select {
-			case w.ch <- ev:
-			default:
+			if !w.offer(ev, h.bufSize) {
 				w.stop(&WatchError{Code: "watch_overflow", Resume: ev.ModRevision,
 					Message: fmt.Sprintf("watcher fell more than %d events behind; resume from revision %d", h.bufSize, ev.ModRevision)})
 				delete(h.subs, w)
@@ -166,6 +240,10 @@ func (e *WatchError) Error() string { return e.Message }
 // ErrClosed refuses a subscription once the hub is closed.
 var ErrClosed = errors.New("watch hub closed")
 
+// ErrTooManyWatches refuses a subscription past the hub's bound on open
+// watchers (SetMaxWatchers).
+var ErrTooManyWatches = errors.New("too many open watches on this controller")
+
 // Subscribe registers a watcher for keys with prefix starting at revision
 // from (0: after the current revision) and returns the backlog of events
 // already in the window and the newest revision the hub has seen. A from
@@ -176,6 +254,9 @@ func (h *Hub) Subscribe(prefix string, from int64) (*Watcher, []metadata.Event, 
 	defer h.mu.Unlock()
 	if h.closed {
 		return nil, nil, 0, ErrClosed
+	}
+	if h.maxSubs > 0 && len(h.subs) >= h.maxSubs {
+		return nil, nil, 0, fmt.Errorf("%w: %d are open, the limit (--max-watches) is %d; close some or watch a wider prefix", ErrTooManyWatches, len(h.subs), h.maxSubs)
 	}
 	if from == 0 {
 		from = h.last + 1
@@ -191,7 +272,7 @@ func (h *Hub) Subscribe(prefix string, from int64) (*Watcher, []metadata.Event, 
 			backlog = append(backlog, ev)
 		}
 	}
-	w := &Watcher{prefix: prefix, ch: make(chan metadata.Event, h.bufSize), cut: make(chan struct{})}
+	w := &Watcher{prefix: prefix, ready: make(chan struct{}, 1), cut: make(chan struct{})}
 	h.subs[w] = struct{}{}
 	return w, backlog, h.last, nil
 }

@@ -57,7 +57,17 @@ type Config struct {
 	// CgroupRoot, when set, is the cgroup v2 directory under which every
 	// task gets its own cgroup with its job's cpu and memory as limits.
 	CgroupRoot string
-	Logger     *slog.Logger
+	// TaskUser is, on a worker running as root, the user a task runs as
+	// when its job names none; "" means the worker's own user (a real
+	// worker passes "nobody"). AllowedTaskUsers are the other users a job
+	// may name (task.user). A worker that is not root runs every task as
+	// itself and fails a job naming another user (isolation.go).
+	TaskUser         string
+	AllowedTaskUsers []string
+	// AllowedCommands, when not empty, are the globs (path.Match) a task's
+	// resolved command path must match; empty allows every command.
+	AllowedCommands []string
+	Logger          *slog.Logger
 }
 
 // Defaults of Config.
@@ -79,8 +89,9 @@ const (
 // allocation (execRunner) owns that allocation's processes; Apply only
 // records what is wanted and wakes it, so it never waits for a process.
 type Executor struct {
-	cfg Config
-	log *slog.Logger
+	cfg   Config
+	log   *slog.Logger
+	users taskUserPolicy
 
 	mu      sync.Mutex
 	runners map[string]*execRunner
@@ -153,13 +164,28 @@ func New(cfg Config) (*Executor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("executor: %w", err)
 	}
-	if err := os.MkdirAll(dir, 0o750); err != nil {
+	// Tasks must not reach the allocation root: 0700 even if it existed.
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("executor: %w", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("executor: %w", err)
+	}
+	if err := ValidateGlobs(cfg.AllowedCommands); err != nil {
+		return nil, fmt.Errorf("executor: allowed commands: %w", err)
+	}
+	users := taskUserPolicy{root: os.Geteuid() == 0, self: currentUserName(), def: cfg.TaskUser, allowed: cfg.AllowedTaskUsers}
+	if users.root {
+		// The default user must exist, or no task could run.
+		def, _ := users.choose("")
+		if _, err := users.credential(def); err != nil {
+			return nil, fmt.Errorf("executor: %w", err)
+		}
 	}
 	cfg.Dir = dir
 	sweepOldAllocDirs(dir, cfg.LogRetention, time.Now(), cfg.Logger)
 	return &Executor{
-		cfg: cfg, log: cfg.Logger,
+		cfg: cfg, log: cfg.Logger, users: users,
 		runners: make(map[string]*execRunner),
 		dying:   make(map[string]*execRunner),
 	}, nil
@@ -220,6 +246,11 @@ func (e *Executor) newRunnerLocked(a Alloc) *execRunner {
 		e.log.Warn("executor: ignoring an allocation with an unknown desired state", "alloc", a.ID, "desired", a.Desired)
 		return nil
 	default:
+		if err := r.isolate(); err != nil {
+			e.log.Warn("executor: refusing an allocation", "alloc", a.ID, "err", err)
+			e.finishEarlyLocked(r, metadata.AllocFailed, err.Error())
+			break
+		}
 		r.dir = filepath.Join(e.cfg.Dir, a.ID)
 		var after <-chan struct{}
 		if old := e.dying[a.ID]; old != nil {

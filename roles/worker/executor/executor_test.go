@@ -123,10 +123,15 @@ func (h *execHarness) await(id string, state metadata.AllocState) Report {
 	return Report{}
 }
 
-// file polls for a file the task writes in its alloc dir.
+// file polls for a file the task writes in its own dir.
 func (h *execHarness) file(id, name string) string {
 	h.t.Helper()
-	return waitFile(h.t, filepath.Join(h.dir, id, name))
+	return waitFile(h.t, h.taskPath(id, name))
+}
+
+// taskPath is a path in the task's own dir (its default workdir).
+func (h *execHarness) taskPath(id, name string) string {
+	return filepath.Join(h.dir, id, TaskDirName, name)
 }
 
 func (h *execHarness) pid(id string) int {
@@ -155,7 +160,7 @@ func TestExecutor_BatchExitsZero(t *testing.T) {
 	out, _, err := h.e.ReadLog("b1", "stdout", 0, 0, 0)
 	require.NoError(t, err)
 	// The worker's environment (HOME) is not inherited; the workdir is the alloc dir.
-	require.Equal(t, "b1 job-b1 bar nohome "+filepath.Join(h.dir, "b1")+"\n", string(out))
+	require.Equal(t, "b1 job-b1 bar nohome "+h.taskPath("b1", "")+"\n", string(out))
 	require.Equal(t, 0, h.e.Running())
 }
 
@@ -275,7 +280,7 @@ func TestExecutor_RestartGenBumpRestarts(t *testing.T) {
 	h.await("g1", metadata.AllocRunning)
 	require.False(t, pidAlive(first), "the old process was stopped first")
 	require.Eventually(t, func() bool {
-		b, _ := os.ReadFile(filepath.Join(h.dir, "g1", "starts"))
+		b, _ := os.ReadFile(h.taskPath("g1", "starts"))
 		return string(b) == "x\nx\n"
 	}, 10*time.Second, 5*time.Millisecond)
 	require.Equal(t, 1, h.e.Running())
@@ -320,7 +325,7 @@ func TestExecutor_ReadLog(t *testing.T) {
 	require.Equal(t, "lin", string(part))
 	require.EqualValues(t, 3, n)
 
-	require.NoError(t, os.WriteFile(filepath.Join(h.dir, "l1", "go"), nil, 0o644))
+	require.NoError(t, os.WriteFile(h.taskPath("l1", "go"), nil, 0o644))
 	h.await("l1", metadata.AllocExited)
 	data, next2, err := h.e.ReadLog("l1", "stdout", next, 0, 0)
 	require.NoError(t, err)
@@ -384,7 +389,7 @@ func TestExecutor_ApplyIsIdempotent(t *testing.T) {
 	h.e.Apply([]Alloc{a})
 	h.await("i1", metadata.AllocStopped)
 	require.Equal(t, []metadata.AllocState{metadata.AllocStarting, metadata.AllocRunning, metadata.AllocStopped}, h.states("i1"))
-	b, err := os.ReadFile(filepath.Join(h.dir, "i1", "starts"))
+	b, err := os.ReadFile(h.taskPath("i1", "starts"))
 	require.NoError(t, err)
 	require.Equal(t, "x\n", string(b))
 }

@@ -30,13 +30,17 @@ func (r *execRunner) spawn() (*execSup, error) {
 	if strings.TrimSpace(r.spec.Task.Command) == "" {
 		return nil, errors.New("the task has no command")
 	}
-	if err := os.MkdirAll(r.dir, 0o750); err != nil {
+	taskDir, err := prepareAllocDirs(r.dir, r.cred)
+	if err != nil {
 		return nil, fmt.Errorf("allocation dir: %w", err)
 	}
 	argv := r.supervisorArgv()
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = r.taskEnv() // the supervisor hands its environment to the task
-	cmd.Dir = r.dir       // a relative Task.Workdir is relative to the alloc dir
+	// The task inherits this working directory: it is how the task reaches
+	// its own dir, whose parents it cannot traverse; a relative
+	// Task.Workdir is relative to it.
+	cmd.Dir = taskDir
 	// Its own process group: a Ctrl-C meant for the worker must not kill
 	// supervisors, which would skip the graceful stop.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -74,30 +78,41 @@ func execLines(rd io.Reader) <-chan string {
 
 func (r *execRunner) supervisorArgv() []string {
 	cfg, t := r.e.cfg, r.spec.Task
-	workdir := t.Workdir
-	if workdir == "" {
-		workdir = r.dir
-	}
+	// Every flag is given, even empty: the supervisor's flags also read
+	// CORRAL_* variables, and its environment is the job's.
 	argv := append(slices.Clone(cfg.SupervisorCmd),
 		"--stdout="+filepath.Join(r.dir, "stdout.log"),
 		"--stderr="+filepath.Join(r.dir, "stderr.log"),
-		"--workdir="+workdir,
+		"--workdir="+t.Workdir, // "": the inherited task dir
 		"--max-log-bytes="+strconv.FormatInt(cfg.MaxLogBytes, 10),
 		"--keep-logs="+strconv.Itoa(cfg.KeepLogs),
 		"--refresh-timeout="+cfg.RefreshTimeout.String(),
 		"--kill-timeout="+r.killTimeout().String(),
 		"--lost-grace="+cfg.LostGrace.String())
+	cgroup := ""
 	if cfg.CgroupRoot != "" {
-		argv = append(argv, "--cgroup="+filepath.Join(cfg.CgroupRoot, r.id),
-			"--cpu-millis="+strconv.FormatInt(t.Resources.CPUMillis, 10),
-			"--memory-mb="+strconv.FormatInt(t.Resources.MemoryMB, 10))
+		cgroup = filepath.Join(cfg.CgroupRoot, r.id)
 	}
-	argv = append(argv, "--", t.Command)
+	argv = append(argv, "--cgroup="+cgroup,
+		"--cpu-millis="+strconv.FormatInt(t.Resources.CPUMillis, 10),
+		"--memory-mb="+strconv.FormatInt(t.Resources.MemoryMB, 10))
+	uid, gid, groups := "-1", "-1", ""
+	if c := r.cred; c != nil {
+		gs := make([]string, len(c.Groups))
+		for i, g := range c.Groups {
+			gs[i] = strconv.FormatUint(uint64(g), 10)
+		}
+		uid, gid = strconv.FormatUint(uint64(c.Uid), 10), strconv.FormatUint(uint64(c.Gid), 10)
+		groups = strings.Join(gs, ",")
+	}
+	argv = append(argv, "--uid="+uid, "--gid="+gid, "--groups="+groups)
+	argv = append(argv, "--", r.command)
 	return append(argv, t.Args...)
 }
 
 // taskEnv is the task's own environment: the worker's is not inherited
-// (it may hold credentials), except PATH so that bare command names work.
+// (it may hold credentials: CORRAL_API_TOKEN, CORRAL_JOIN_TOKEN...),
+// except PATH so that bare command names work.
 func (r *execRunner) taskEnv() []string {
 	vars := make(map[string]string, len(r.spec.Task.Env)+3)
 	if p, ok := os.LookupEnv("PATH"); ok {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -22,6 +23,10 @@ type execRunner struct {
 	dir  string // "" when nothing ever ran (no logs)
 	wake chan struct{}
 	done chan struct{} // closed once no process of this allocation is left
+	// Set by isolate before the run goroutine starts.
+	user    string              // the user the task runs as
+	cred    *syscall.Credential // nil: the worker's own user
+	command string              // the command to run (resolved when commands are restricted)
 
 	// Guarded by executor.mu.
 	wantGen   uint64
@@ -58,6 +63,38 @@ type execOutcome struct {
 	code    int
 	failure string // the task could not start
 	lost    string // the supervisor killed the task on its own
+}
+
+// isolate decides, before anything runs, the user the task runs as and
+// whether its command is allowed (isolation.go).
+func (r *execRunner) isolate() error {
+	t := r.spec.Task
+	name, err := r.e.users.choose(t.User)
+	if err != nil {
+		return err
+	}
+	cred, err := r.e.users.credential(name)
+	if err != nil {
+		return err
+	}
+	r.user, r.cred, r.command = name, cred, t.Command
+	if strings.TrimSpace(t.Command) == "" {
+		return nil // spawn reports it
+	}
+	pathEnv := os.Getenv("PATH")
+	if p, ok := t.Env["PATH"]; ok {
+		pathEnv = p
+	}
+	workdir := filepath.Join(r.e.cfg.Dir, r.id, TaskDirName)
+	if t.Workdir != "" {
+		if filepath.IsAbs(t.Workdir) {
+			workdir = t.Workdir
+		} else {
+			workdir = filepath.Join(workdir, t.Workdir)
+		}
+	}
+	r.command, err = checkCommand(r.e.cfg.AllowedCommands, t.Command, pathEnv, workdir)
+	return err
 }
 
 // want records a newer desired state; the runner acts on it when woken.
@@ -208,7 +245,7 @@ func (r *execRunner) event(line string, out *execOutcome) bool {
 		out.started = true
 		out.pid, _ = strconv.Atoi(arg)
 		r.setRunning(true)
-		r.report(metadata.AllocRunning, 0, "pid "+arg)
+		r.report(metadata.AllocRunning, 0, "pid "+arg+" as "+r.user)
 	case SupEvExited:
 		code, err := strconv.Atoi(arg)
 		if err != nil {

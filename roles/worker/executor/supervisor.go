@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"syscall"
 	"time"
 )
@@ -44,6 +46,10 @@ type SupervisorConfig struct {
 	Cgroup    string
 	CPUMillis int64
 	MemoryMB  int64
+	// Credential, when set, runs the task as that user (uid, gid and
+	// supplementary groups); the supervisor itself stays the worker's user,
+	// so the task cannot touch its logs or its cgroup.
+	Credential *syscall.Credential
 }
 
 // Supervisor protocol. The worker writes one command per line to the
@@ -102,7 +108,7 @@ func runTask(cfg SupervisorConfig, stdout, stderr io.Writer, started chan<- *exe
 	cmd := exec.Command(cfg.Command, cfg.Args...)
 	cmd.Env, cmd.Dir = cfg.Env, cfg.Workdir
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: cfg.Credential}
 	if cfg.Cgroup != "" {
 		fd, err := openTaskCgroup(cfg)
 		if err != nil {
@@ -207,6 +213,27 @@ func exitCode(err error) int {
 		return ee.ExitCode()
 	}
 	return -1
+}
+
+// ParseCredential builds a SupervisorConfig.Credential from the
+// supervisor's --uid, --gid and --groups ("1,2,3") flags; uid < 0 means
+// none.
+func ParseCredential(uid, gid int64, groups string) (*syscall.Credential, error) {
+	if uid < 0 {
+		return nil, nil
+	}
+	if uid > math.MaxUint32 || gid < 0 || gid > math.MaxUint32 {
+		return nil, fmt.Errorf("bad task uid %d or gid %d", uid, gid)
+	}
+	c := &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}
+	for _, g := range ParseList(groups) {
+		n, err := strconv.ParseUint(g, 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("bad task group %q", g)
+		}
+		c.Groups = append(c.Groups, uint32(n))
+	}
+	return c, nil
 }
 
 // SuperviseMain is the body of the hidden `corral supervise` command: the

@@ -15,8 +15,11 @@ export function setToken(t) {
   else sessionStorage.removeItem(TOKEN_KEY);
 }
 
+// Every request carries X-Corral-Client: the API refuses state-changing
+// requests without it (or a JSON body), which a foreign page cannot send
+// without a CORS preflight (docs/API.md, "Browser safety").
 export function authHeaders(extra) {
-  const hdr = {...(extra || {})};
+  const hdr = {'X-Corral-Client': 'dashboard', ...(extra || {})};
   const t = getToken();
   if (t) hdr.Authorization = `Bearer ${t}`;
   return hdr;
