@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
@@ -201,9 +200,7 @@ func certsRevokeCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
-			defer cancel()
-			r, err := cl.RevokeCert(ctx, serial, worker, c.String("reason"))
+			r, err := cl.RevokeCert(c.Context, serial, worker, c.String("reason"))
 			if err != nil {
 				return explain("revoke", err)
 			}
@@ -230,9 +227,7 @@ func certsRevokedCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
-			defer cancel()
-			list, err := cl.Revocations(ctx)
+			list, err := cl.Revocations(c.Context)
 			if err != nil {
 				return explain("list revoked certificates", err)
 			}

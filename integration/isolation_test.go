@@ -44,8 +44,11 @@ func isoEnded(c *cluster, job string) itAlloc {
 // variables, and the worker refuses commands outside --allowed-commands and
 // users outside --allowed-task-users with a clear reason.
 func TestIsolation_Tasks(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("the workers must run as root to switch the tasks' user")
+	switch {
+	case testing.Short():
+		t.Skip("isolation test: skipped under -short (the workers must run as root)")
+	case os.Geteuid() != 0:
+		t.Fatal("the workers must run as root to switch the tasks' user: run this test as root (./.ci/run does), or use -short to skip it")
 	}
 	nobody, err := user.Lookup("nobody")
 	require.NoError(t, err)

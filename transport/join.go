@@ -195,7 +195,7 @@ func DecodeJoinRequest(p []byte) (JoinRequest, error) {
 	if err != nil {
 		return JoinRequest{}, err
 	}
-	req := JoinRequest{Token: d.str(maxJoinToken), Worker: d.str(maxJoinWorker), CSR: []byte(d.str(maxJoinDER))}
+	req := JoinRequest{Token: d.strN(maxJoinToken), Worker: d.strN(maxJoinWorker), CSR: []byte(d.strN(maxJoinDER))}
 	if err := d.end(); err != nil {
 		return JoinRequest{}, err
 	}
@@ -215,7 +215,7 @@ func DecodeJoinAnswer(p []byte) (JoinAnswer, error) {
 	var a JoinAnswer
 	switch typ {
 	case jtCert:
-		a.Cert = []byte(d.str(maxJoinDER))
+		a.Cert = []byte(d.strN(maxJoinDER))
 		if d.err == nil && len(a.Cert) == 0 {
 			d.fail("empty certificate")
 		}
@@ -224,7 +224,7 @@ func DecodeJoinAnswer(p []byte) (JoinAnswer, error) {
 		if d.err == nil && (code == uint64(JoinOK) || code > 255) {
 			d.fail(fmt.Sprintf("refusal code %d", code))
 		}
-		a.Code, a.Message = JoinCode(code), d.str(maxJoinMessage)
+		a.Code, a.Message = JoinCode(code), d.strN(maxJoinMessage)
 	default:
 		return JoinAnswer{}, fmt.Errorf("%w: unknown answer type %d", ErrBadJoinMessage, typ)
 	}
@@ -235,7 +235,7 @@ func DecodeJoinAnswer(p []byte) (JoinAnswer, error) {
 }
 
 // joinPayload checks the header of a payload of type want.
-func joinPayload(p []byte, want byte) (*jdecoder, error) {
+func joinPayload(p []byte, want byte) (*wdecoder, error) {
 	if len(p) < len(joinMagic)+2 {
 		return nil, fmt.Errorf("%w: truncated header", ErrBadJoinMessage)
 	}
@@ -247,61 +247,7 @@ func joinPayload(p []byte, want byte) (*jdecoder, error) {
 	case p[len(joinMagic)+1] != want:
 		return nil, fmt.Errorf("%w: message type %d, want %d", ErrBadJoinMessage, p[len(joinMagic)+1], want)
 	}
-	return &jdecoder{b: p, off: len(joinMagic) + 2}, nil
-}
-
-// jdecoder is a bounds-checked cursor; the first error sticks.
-type jdecoder struct {
-	b   []byte
-	off int
-	err error
-}
-
-func (d *jdecoder) fail(msg string) {
-	if d.err == nil {
-		d.err = fmt.Errorf("%w: %s at byte %d", ErrBadJoinMessage, msg, d.off)
-	}
-}
-
-func (d *jdecoder) uvarint() uint64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(d.b[d.off:])
-	switch {
-	case n == 0:
-		d.fail("truncated varint")
-		return 0
-	case n < 0:
-		d.fail("varint overflow")
-		return 0
-	case n > 1 && d.b[d.off+n-1] == 0:
-		d.fail("non-minimal varint")
-		return 0
-	}
-	d.off += n
-	return v
-}
-
-func (d *jdecoder) str(max int) string {
-	n := d.uvarint()
-	if d.err != nil {
-		return ""
-	}
-	if n > uint64(max) || n > uint64(len(d.b)-d.off) {
-		d.fail(fmt.Sprintf("field of %d bytes", n))
-		return ""
-	}
-	s := string(d.b[d.off : d.off+int(n)])
-	d.off += int(n)
-	return s
-}
-
-func (d *jdecoder) end() error {
-	if d.err == nil && d.off != len(d.b) {
-		d.fail(fmt.Sprintf("%d trailing bytes", len(d.b)-d.off))
-	}
-	return d.err
+	return &wdecoder{b: p, off: len(joinMagic) + 2, bad: ErrBadJoinMessage}, nil
 }
 
 // readJoinFrame reads one frame's payload.

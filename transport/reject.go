@@ -3,18 +3,11 @@ package transport
 import (
 	"errors"
 	"log/slog"
-	"sync"
 	"time"
 )
 
-// rejectLogInterval is how often one peer's refusals for one reason are
-// logged: a misconfigured or hostile peer redials every backoff, and one
-// line a minute says as much as a line per handshake.
-const rejectLogInterval = time.Minute
-
-// maxRejectKeys bounds the log's memory against a peer that varies what it
-// presents; past it the table is forgotten (and logs again) rather than grown.
-const maxRejectKeys = 1024
+// maxRejectKeys bounds the refusal log's memory (see LogThrottle).
+const maxRejectKeys = maxThrottleKeys
 
 // rejectReason maps a refusal to its label in corral_transport_peer_rejected_total.
 func rejectReason(err error) string {
@@ -34,16 +27,15 @@ func rejectReason(err error) string {
 	}
 }
 
-// rejectLog logs a refusal once per peer and reason per interval.
+// rejectLog logs a refusal once per peer and reason per LogThrottleInterval.
 type rejectLog struct {
-	log  *slog.Logger
-	now  func() time.Time
-	mu   sync.Mutex
-	last map[string]time.Time
+	log      *slog.Logger
+	now      func() time.Time
+	throttle LogThrottle
 }
 
 func newRejectLog(log *slog.Logger) *rejectLog {
-	return &rejectLog{log: log, now: time.Now, last: map[string]time.Time{}}
+	return &rejectLog{log: log, now: time.Now}
 }
 
 // warn logs err unless the same peer was refused for reason within the
@@ -51,17 +43,7 @@ func newRejectLog(log *slog.Logger) *rejectLog {
 // certificate's identity, or why it has none): a handshake callback does
 // not know the remote address.
 func (r *rejectLog) warn(reason string, err error) {
-	key := reason + "\x00" + err.Error()
-	now := r.now()
-	r.mu.Lock()
-	if t, ok := r.last[key]; ok && now.Sub(t) < rejectLogInterval {
-		r.mu.Unlock()
-		return
+	if r.throttle.Due(reason+"\x00"+err.Error(), r.now()) {
+		r.log.Warn("refused peer", "reason", reason, "err", err)
 	}
-	if len(r.last) >= maxRejectKeys {
-		clear(r.last)
-	}
-	r.last[key] = now
-	r.mu.Unlock()
-	r.log.Warn("refused peer", "reason", reason, "err", err)
 }

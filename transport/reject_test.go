@@ -115,7 +115,7 @@ func TestRejectLogIsBounded(t *testing.T) {
 	for i := range 3*maxRejectKeys + 5 {
 		*now = now.Add(time.Millisecond)
 		r.warn(RejectWrongNode, peer(i))
-		require.LessOrEqual(t, len(r.last), maxRejectKeys)
+		require.LessOrEqual(t, r.throttle.Len(), maxRejectKeys)
 		require.Equal(t, i+1, buf.lines())
 	}
 	// Past the bound the table was forgotten, so an early peer that is

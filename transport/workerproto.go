@@ -383,12 +383,25 @@ type wdecoder struct {
 	b   []byte
 	off int
 	err error
+	bad error // wrapped by every error; nil means ErrBadWorkerMessage
 }
 
 func (d *wdecoder) fail(msg string) {
 	if d.err == nil {
-		d.err = fmt.Errorf("%w: %s at byte %d", ErrBadWorkerMessage, msg, d.off)
+		bad := d.bad
+		if bad == nil {
+			bad = ErrBadWorkerMessage
+		}
+		d.err = fmt.Errorf("%w: %s at byte %d", bad, msg, d.off)
 	}
+}
+
+// end fails on bytes left after the last field.
+func (d *wdecoder) end() error {
+	if d.err == nil && d.off != len(d.b) {
+		d.fail(fmt.Sprintf("%d trailing bytes", len(d.b)-d.off))
+	}
+	return d.err
 }
 
 func (d *wdecoder) byte() byte {

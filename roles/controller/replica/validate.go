@@ -2,11 +2,11 @@ package replica
 
 import (
 	"slices"
-	"sync"
-
+	"strconv"
 	"time"
 
 	"github.com/corral-dev/corral/metadata"
+	"github.com/corral-dev/corral/transport"
 
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
@@ -162,32 +162,10 @@ func (c *Replica) withinLog(index uint64) bool {
 	return err == nil && index <= last
 }
 
-// dropLog remembers when it last logged each peer's drops for each reason.
-type dropLog struct {
-	mu   sync.Mutex
-	last map[dropKey]time.Time
-}
+// dropLog says when to log a peer's drops: once a minute per peer and
+// reason (every drop is counted in the metric).
+type dropLog struct{ transport.LogThrottle }
 
-type dropKey struct {
-	from   uint64
-	reason string
-}
-
-// due reports whether a drop from this peer for this reason should be
-// logged now (at most once a minute each).
 func (d *dropLog) due(from uint64, reason string, now time.Time) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.last == nil {
-		d.last = map[dropKey]time.Time{}
-	}
-	k := dropKey{from, reason}
-	if t, ok := d.last[k]; ok && now.Sub(t) < time.Minute {
-		return false
-	}
-	if len(d.last) > 1024 {
-		clear(d.last) // bounded: a flood of ids forgets old entries
-	}
-	d.last[k] = now
-	return true
+	return d.Due(strconv.FormatUint(from, 10)+"\x00"+reason, now)
 }

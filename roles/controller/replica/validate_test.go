@@ -108,5 +108,5 @@ func TestDropLog_OncePerMinutePerPeerAndReason(t *testing.T) {
 	for id := range uint64(2000) { // a flood of ids stays bounded
 		d.due(100+id, dropPastLog, t0)
 	}
-	require.LessOrEqual(t, len(d.last), 1025)
+	require.LessOrEqual(t, d.Len(), 1025)
 }

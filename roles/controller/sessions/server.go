@@ -172,26 +172,12 @@ func namedWorker(msg transport.WorkerMessage) string {
 	return ""
 }
 
-// impersonationLogInterval is how often one certificate's impersonation
-// attempts are logged; every one is counted.
-const impersonationLogInterval = time.Minute
-
 // refuseImpersonation counts, and logs once a minute per certificate, a
 // stream whose message named another worker than its certificate. The
 // stream is closed before the message touches any state.
 func (m *Manager) refuseImpersonation(s transport.Stream, certID, named string) {
 	m.met.impersonations.Inc()
-	now := time.Now()
-	m.impMu.Lock()
-	last, seen := m.impLogged[certID]
-	if !seen || now.Sub(last) >= impersonationLogInterval {
-		if len(m.impLogged) >= 1024 {
-			clear(m.impLogged) // bounded: forget rather than grow
-		}
-		m.impLogged[certID] = now
-	}
-	m.impMu.Unlock()
-	if !seen || now.Sub(last) >= impersonationLogInterval {
+	if m.impersonations.Due(certID, time.Now()) {
 		m.log.Warn("closing worker stream: message for another worker than its certificate",
 			"certificate_worker", certID, "message_worker", named, "remote", s.RemoteAddr())
 	}

@@ -104,8 +104,7 @@ type Manager struct {
 
 	jobs sessionJobs // assignments, reports and log reads (jobs.go)
 
-	impMu     sync.Mutex
-	impLogged map[string]time.Time // certificate worker id -> last logged impersonation
+	impersonations transport.LogThrottle // logged impersonations, by certificate worker id
 }
 
 // session is one worker's liveness at the leader.
@@ -133,7 +132,7 @@ type session struct {
 func New(c Cluster, cfg Config) *Manager {
 	m := &Manager{
 		c: c, cfg: cfg, log: cfg.Logger.With("component", "sessions"), timeout: cfg.SessionTimeout,
-		ln: cfg.Listener, sessions: map[string]*session{}, registering: map[string]bool{}, impLogged: map[string]time.Time{},
+		ln: cfg.Listener, sessions: map[string]*session{}, registering: map[string]bool{},
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.met = newSessionMetrics(cfg.Registerer)

@@ -104,11 +104,15 @@ func TestParseCredential(t *testing.T) {
 	require.Error(t, err)
 }
 
-// needRoot skips a test that switches users.
+// needRoot guards a test that switches users: it fails without root (a
+// skipped isolation test proves nothing) unless -short asks to skip it.
 func needRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("switching the task's user needs root")
+	switch {
+	case testing.Short():
+		t.Skip("switching the task's user needs root: skipped under -short")
+	case os.Geteuid() != 0:
+		t.Fatal("this test switches the task's user: run it as root (./.ci/run does), or use -short to skip it")
 	}
 }
 
