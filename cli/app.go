@@ -24,6 +24,7 @@ func App() *cli.App {
 			statusCommand(),
 			certsCommand(),
 			tokenCommand(), // token.go
+			aclCommand(),   // acl.go
 			benchCommand(),
 			controllerCommand(),
 			snapshotCommand(),

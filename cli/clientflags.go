@@ -78,6 +78,8 @@ func explain(op string, err error) error {
 		hint = "that controller serves plain HTTP: use an http:// endpoint"
 	case errors.Is(err, client.ErrUnauthorized):
 		hint = "pass the API token with --token or CORRAL_TOKEN"
+	case errors.Is(err, client.ErrPermissionDenied):
+		hint = "your token's policies do not grant this: ask an operator for a policy that does ('corral acl token self' shows yours)"
 	case errors.Is(err, client.ErrNoLeader), errors.Is(err, client.ErrNotReady):
 		hint = "the controllers have no leader right now; retry shortly and check 'corral status'"
 	case errors.Is(err, client.ErrNoSpace):

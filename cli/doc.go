@@ -12,6 +12,8 @@
 //     deny-list of certificates.
 //   - corral token create, list, revoke: join tokens, which a new worker trades (corral run --join-token) for a
 //     certificate signed by a controller started with --ca-dir.
+//   - corral acl bootstrap, policy, token: API tokens scoped by policies (resource, name prefix, read or
+//     write); acl policy create, list, delete; acl token create, list, delete, self.
 //   - corral bench kv, lock, watch, lease, workers, schedule: measure a running cluster (package cli/bench).
 //   - corral controller list, add, remove, transfer-leader, recover: manage the controller quorum; recover is
 //     disaster recovery of a stopped controller.

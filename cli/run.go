@@ -84,6 +84,10 @@ func runCommand() *cli.Command {
 				Usage: "most time to read a request's headers and body (streams that read their body for long, lease keep-alive streams, are exempt)"},
 			&cli.IntFlag{Name: "max-watches", Value: 10000, EnvVars: envVars("max-watches"),
 				Usage: "most watches open on this controller at once; more are refused with 429 too_many_watches"},
+			&cli.IntFlag{Name: "max-leases-per-token", Value: 10000, EnvVars: envVars("max-leases-per-token"),
+				Usage: "most live leases one API token may hold (with ACLs on); more grants get 429 too_many_leases"},
+			&cli.IntFlag{Name: "max-watches-per-token", Value: 1000, EnvVars: envVars("max-watches-per-token"),
+				Usage: "most watches one API token may hold open on this controller (with ACLs on); more get 429 too_many_watches"},
 		}, append(workerRunFlags(), logFlags()...)...),
 		Action: runAction,
 	}
@@ -184,6 +188,10 @@ func controllerConfig(c *cli.Context) (roles.ControllerConfig, error) {
 	cfg.MaxWatches = c.Int("max-watches")
 	if cfg.HTTPMaxConns <= 0 || cfg.HTTPIdleTimeout <= 0 || cfg.HTTPReadTimeout <= 0 || cfg.MaxWatches <= 0 {
 		return cfg, errors.New("--http-max-conns, --http-idle-timeout, --http-read-timeout and --max-watches must be positive")
+	}
+	cfg.MaxLeasesPerToken, cfg.MaxWatchesPerToken = c.Int("max-leases-per-token"), c.Int("max-watches-per-token")
+	if cfg.MaxLeasesPerToken <= 0 || cfg.MaxWatchesPerToken <= 0 {
+		return cfg, errors.New("--max-leases-per-token and --max-watches-per-token must be positive, e.g. 10000 and 1000")
 	}
 	cfg.SessionTimeout = c.Duration("session-timeout")
 	if cfg.SessionTimeout <= 0 {

@@ -320,9 +320,11 @@ func decodeError(resp *http.Response) error {
 		Code        string       `json:"code"`
 		ModRevision int64        `json:"mod_revision"`
 		Fields      []FieldError `json:"fields"`
+		Permission  *Permission  `json:"permission"`
 	}
 	if json.Unmarshal(raw, &body) == nil && (body.Code != "" || body.Error != "") {
 		e.Code, e.Message, e.ModRevision, e.Fields = body.Code, body.Error, body.ModRevision, body.Fields
+		e.Permission = body.Permission
 		return e
 	}
 	msg := strings.TrimSpace(string(raw))

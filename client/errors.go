@@ -31,20 +31,24 @@ var (
 	ErrNoSpace = errors.New("no space")
 	// ErrTooManyLeases: the cluster's lease cap is reached; revoke unused leases (HTTP 429, code "too_many_leases").
 	ErrTooManyLeases = errors.New("too many leases")
+	// ErrPermissionDenied: the token lacks the permission the request needs (HTTP 403, code
+	// "permission_denied"); Error.Permission names it.
+	ErrPermissionDenied = errors.New("permission denied")
 )
 
 // codeSentinels maps the API's machine-readable error codes to the sentinels above.
 var codeSentinels = map[string]error{
-	"not_found":       ErrNotFound,
-	"compare_failed":  ErrCompareFailed,
-	"no_leader":       ErrNoLeader,
-	"not_ready":       ErrNotReady,
-	"timeout":         ErrTimeout,
-	"unauthorized":    ErrUnauthorized,
-	"bad_request":     ErrBadRequest,
-	"too_large":       ErrTooLarge,
-	"no_space":        ErrNoSpace,
-	"too_many_leases": ErrTooManyLeases,
+	"not_found":         ErrNotFound,
+	"compare_failed":    ErrCompareFailed,
+	"no_leader":         ErrNoLeader,
+	"not_ready":         ErrNotReady,
+	"timeout":           ErrTimeout,
+	"unauthorized":      ErrUnauthorized,
+	"bad_request":       ErrBadRequest,
+	"too_large":         ErrTooLarge,
+	"no_space":          ErrNoSpace,
+	"too_many_leases":   ErrTooManyLeases,
+	"permission_denied": ErrPermissionDenied,
 }
 
 // Error is an error answer from the corral HTTP API: `{"error": "...", "code": "...", "mod_revision": N}` plus the
@@ -61,6 +65,17 @@ type Error struct {
 	ModRevision int64
 	// Fields lists the invalid fields of an invalid_spec answer.
 	Fields []FieldError
+	// Permission names what a permission_denied answer lacked.
+	Permission *Permission
+}
+
+// Permission is a permission an ACL token lacked: Access ("read" or
+// "write") on Resource ("kv", "coord", "jobs", "workers", "operator", or
+// "management") for Name (nil: some name).
+type Permission struct {
+	Resource string  `json:"resource"`
+	Access   string  `json:"access,omitempty"`
+	Name     *string `json:"name,omitempty"`
 }
 
 // Error implements error.

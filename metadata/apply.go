@@ -92,6 +92,16 @@ func (s *State) applyCommand(c *Command) Result {
 		return s.applyJoinTokenRevoke(c)
 	case OpJoinTokenUse:
 		return s.applyJoinTokenUse(c)
+	case OpACLBootstrap:
+		return s.applyACLBootstrap(c)
+	case OpACLPolicyPut:
+		return s.applyACLPolicyPut(c)
+	case OpACLPolicyDelete:
+		return s.applyACLPolicyDelete(c)
+	case OpACLTokenCreate:
+		return s.applyACLTokenCreate(c)
+	case OpACLTokenDelete:
+		return s.applyACLTokenDelete(c)
 	default:
 		// decodeCommand only lets an unknown op through when it carries
 		// IgnoreUnknownTypeFlag: skipping it is the proposer's documented

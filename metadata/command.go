@@ -112,6 +112,12 @@ var opNames = map[Op]string{
 	OpJoinTokenCreate: "join_token_create",
 	OpJoinTokenRevoke: "join_token_revoke",
 	OpJoinTokenUse:    "join_token_use",
+	// ACL ops (70-74), see acl.go.
+	OpACLBootstrap:    "acl_bootstrap",
+	OpACLPolicyPut:    "acl_policy_put",
+	OpACLPolicyDelete: "acl_policy_delete",
+	OpACLTokenCreate:  "acl_token_create",
+	OpACLTokenDelete:  "acl_token_delete",
 }
 
 // Marshal encodes c as a v1 command record: version byte, op byte, uvarint

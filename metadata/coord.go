@@ -85,6 +85,9 @@ type Lease struct {
 	Keys []string `json:"keys,omitempty"`
 	// Locks are the lock keys the lease holds or waits on, sorted.
 	Locks []string `json:"locks,omitempty"`
+	// Creator is the accessor id of the API token that granted the lease
+	// (ACLIdentity.AccessorID), for the per-token lease limit.
+	Creator string `json:"creator,omitempty"`
 }
 
 func (l *Lease) clone() Lease {
@@ -114,6 +117,8 @@ type Lock struct {
 // LeaseGrantPayload is the payload of OpLeaseGrant.
 type LeaseGrantPayload struct {
 	TTLMS int64 `json:"ttl_ms"`
+	// Creator names the granting token (Lease.Creator); "" when unknown.
+	Creator string `json:"creator,omitempty"`
 }
 
 // LeaseGrant is Result.Out of OpLeaseGrant.
@@ -235,7 +240,11 @@ func (s *State) applyLeaseGrant(c *Command) Result {
 	if s.ext.Leases == nil {
 		s.ext.Leases = map[int64]*Lease{}
 	}
-	s.ext.Leases[id] = &Lease{ID: id, TTLMS: p.TTLMS}
+	if len(p.Creator) > 64 {
+		return s.invalid("lease grant: creator longer than 64 bytes")
+	}
+	s.ext.Leases[id] = &Lease{ID: id, TTLMS: p.TTLMS, Creator: p.Creator}
+	s.ext.countLease(p.Creator, 1)
 	return Result{Revision: s.revision, Out: LeaseGrant{ID: id, TTLMS: p.TTLMS}}
 }
 
@@ -275,6 +284,7 @@ func (s *State) revokeLease(id int64, res *Result) {
 		delete(s.ext.KeyLeases, k)
 	}
 	delete(s.ext.Leases, id)
+	s.ext.countLease(l.Creator, -1)
 	if len(s.ext.Leases) == 0 {
 		s.ext.Leases = nil
 	}
@@ -522,6 +532,27 @@ func (s *State) LeaseCount() int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return len(s.ext.Leases)
+}
+
+// LeaseCountBy returns how many live leases the token with accessor id
+// creator granted.
+func (s *State) LeaseCountBy(creator string) int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.ext.leasesBy[creator]
+}
+
+// countLease adds d to creator's live lease count (leasesBy).
+func (e *extState) countLease(creator string, d int) {
+	if creator == "" {
+		return
+	}
+	if e.leasesBy == nil {
+		e.leasesBy = map[string]int{}
+	}
+	if e.leasesBy[creator] += d; e.leasesBy[creator] <= 0 {
+		delete(e.leasesBy, creator)
+	}
 }
 
 // KeyLease returns the lease a key is attached to (0 if none).

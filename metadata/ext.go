@@ -47,7 +47,16 @@ type extState struct {
 	// JoinTokens are the worker join tokens by id (jointoken.go): only
 	// their secrets' hashes.
 	JoinTokens map[string]*JoinToken `json:"join_tokens,omitempty"`
+	// ACLBootstrapped, ACLPolicies and ACLTokens are the API's access
+	// control (acl.go): policies by name, tokens by accessor id with only
+	// their secrets' hashes.
+	ACLBootstrapped bool                  `json:"acl_bootstrapped,omitempty"`
+	ACLPolicies     map[string]*ACLPolicy `json:"acl_policies,omitempty"`
+	ACLTokens       map[string]*ACLToken  `json:"acl_tokens,omitempty"`
 
+	// leasesBy counts live leases per creator (coord.go); derived from
+	// Leases and never serialised.
+	leasesBy map[string]int
 	// idx is derived from Allocs and never serialised.
 	idx jobIndex
 	// assigns remembers the latest AssignSeq bumps (assignlog.go); never
@@ -81,6 +90,12 @@ func decodeExt(p []byte) (extState, error) {
 	}
 	if err := e.checkJoinTokens(); err != nil {
 		return extState{}, err
+	}
+	if err := e.checkACL(); err != nil {
+		return extState{}, err
+	}
+	for _, l := range e.Leases {
+		e.countLease(l.Creator, 1)
 	}
 	return e, nil
 }

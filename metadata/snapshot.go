@@ -123,6 +123,7 @@ func (s *State) RestoreFrom(data []byte) error {
 	defer s.mu.Unlock()
 	s.applied, s.revision, s.clusterID, s.kvs, s.ext = n.applied, n.revision, n.clusterID, n.kvs, n.ext
 	s.kvBytes, s.extBytes = n.kvBytes, n.extBytes
+	s.aclIdx.Store(n.aclIdx.Load())
 	return nil
 }
 
@@ -176,6 +177,7 @@ func decodeSnapshot(data []byte) (*State, error) {
 			}
 			s.ext, err = decodeExt(payload)
 			s.extBytes = int64(len(payload))
+			s.rebuildACL()
 		default:
 			if tag&SectionIgnorableFlag == 0 {
 				return nil, fmt.Errorf("%w: unknown required snapshot section %d (written by a newer corral)", ErrUnsupportedVersion, base)

@@ -3,6 +3,7 @@ package metadata
 import (
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/google/btree"
 )
@@ -69,6 +70,9 @@ type State struct {
 	// serialised, so snapshots are unchanged.
 	kvBytes  int64
 	extBytes int64
+	// aclIdx is the ACL index the API resolves tokens in (acl_index.go),
+	// derived from ext and rebuilt by ACL applies and restores.
+	aclIdx atomic.Pointer[ACLIndex]
 }
 
 // New returns an empty state at applied index 0 and revision 0.

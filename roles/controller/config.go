@@ -106,6 +106,11 @@ type Config struct {
 	// MaxWatches bounds the watches open on this controller (default
 	// coord.DefaultMaxWatchers).
 	MaxWatches int
+	// MaxLeasesPerToken and MaxWatchesPerToken bound one API token's live
+	// leases and open watches (defaults api.DefaultMaxLeasesPerToken and
+	// api.DefaultMaxWatchesPerToken).
+	MaxLeasesPerToken  int
+	MaxWatchesPerToken int
 	// PromoteAfter overrides how long a learner must stay caught up before
 	// it is promoted (default PromoteAfter); tests shorten it.
 	PromoteAfter time.Duration
@@ -170,6 +175,12 @@ func (c *Config) Defaults() {
 	}
 	if c.MaxWatches == 0 {
 		c.MaxWatches = coord.DefaultMaxWatchers
+	}
+	if c.MaxLeasesPerToken == 0 {
+		c.MaxLeasesPerToken = api.DefaultMaxLeasesPerToken
+	}
+	if c.MaxWatchesPerToken == 0 {
+		c.MaxWatchesPerToken = api.DefaultMaxWatchesPerToken
 	}
 	if c.SessionTimeout == 0 {
 		c.SessionTimeout = DefaultSessionTimeout

@@ -110,7 +110,8 @@ func Start(cfg Config) (*Controller, error) {
 		EnablePprof: cfg.EnablePprof, RequestTimeout: cfg.RequestTimeout, TickInterval: cfg.TickInterval,
 		MaxConns: cfg.HTTPMaxConns, IdleTimeout: cfg.HTTPIdleTimeout, ReadTimeout: cfg.HTTPReadTimeout,
 		Registry: c.reg, Stopping: r.Stopping(), Logger: c.log, PeerTransport: c.peerTransport(), TLS: httpTLS,
-		Limits: api.Limits{QuotaBytes: max(cfg.QuotaBytes, 0), MaxLeases: cfg.MaxLeases},
+		Limits: api.Limits{QuotaBytes: max(cfg.QuotaBytes, 0), MaxLeases: cfg.MaxLeases,
+			MaxLeasesPerToken: cfg.MaxLeasesPerToken, MaxWatchesPerToken: cfg.MaxWatchesPerToken},
 	}, c.apiBackend())
 	c.registerQuotaMetrics(cfg.QuotaBytes)
 	if cfg.HTTPAddr != "" {

@@ -11,7 +11,7 @@ import (
 )
 
 // registerCertRoutes serves the certificate deny-list.
-func (s *Server) registerCertRoutes(mux *http.ServeMux) {
+func (s *Server) registerCertRoutes(mux *routeMux) {
 	mux.HandleFunc("POST /v1/certs/revoke", s.handle(s.handleCertRevoke))
 	mux.HandleFunc("GET /v1/certs/revoked", s.handle(s.handleCertRevoked))
 }

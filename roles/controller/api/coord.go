@@ -34,7 +34,7 @@ const (
 	WorkerService = "corral-worker"
 )
 
-func (s *Server) registerCoordRoutes(mux *http.ServeMux) {
+func (s *Server) registerCoordRoutes(mux *routeMux) {
 	mux.HandleFunc("POST /v1/leases", s.handle(s.handleLeaseGrant))
 	mux.HandleFunc("POST /v1/leases/keepalive", s.leaderOnly(s.handleKeepAliveBatch))
 	mux.HandleFunc("POST /v1/leases/keepalive/stream", s.handle(s.handleKeepAliveStream))
@@ -124,7 +124,11 @@ func (s *Server) handleLeaseGrant(w http.ResponseWriter, r *http.Request) (any, 
 	if ttl < metadata.MinLeaseTTLMS*time.Millisecond || ttl > metadata.MaxLeaseTTLMS*time.Millisecond {
 		return nil, badRequest("ttl %s is outside [%s, %s]", ttl, metadata.MinLeaseTTLMS*time.Millisecond, metadata.MaxLeaseTTLMS*time.Millisecond)
 	}
-	res, err := s.proposeCoord(r.Context(), metadata.OpLeaseGrant, "", metadata.LeaseGrantPayload{TTLMS: ttl.Milliseconds()})
+	if err := s.admitLease(r); err != nil { // acl_limits.go
+		return nil, err
+	}
+	res, err := s.proposeCoord(r.Context(), metadata.OpLeaseGrant, "",
+		metadata.LeaseGrantPayload{TTLMS: ttl.Milliseconds(), Creator: identity(r).AccessorID})
 	if err != nil {
 		return nil, err
 	}
@@ -135,6 +139,9 @@ func (s *Server) handleLeaseGrant(w http.ResponseWriter, r *http.Request) (any, 
 func (s *Server) handleLeaseRevoke(w http.ResponseWriter, r *http.Request) (any, error) {
 	id, err := parseLeaseID(r.PathValue("id"), "lease id")
 	if err != nil {
+		return nil, err
+	}
+	if err := s.allowLeaseRevoke(r, id); err != nil { // acl_limits.go
 		return nil, err
 	}
 	res, err := s.proposeCoord(r.Context(), metadata.OpLeaseRevoke, "", metadata.LeaseRevokePayload{IDs: []int64{id}})

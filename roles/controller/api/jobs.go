@@ -15,7 +15,7 @@ import (
 // maxJobSpecBytes bounds a submitted job spec.
 const maxJobSpecBytes = 256 << 10
 
-func (s *Server) registerJobRoutes(mux *http.ServeMux) {
+func (s *Server) registerJobRoutes(mux *routeMux) {
 	mux.HandleFunc("POST /v1/jobs", s.handle(s.handleJobSubmit))
 	mux.HandleFunc("GET /v1/jobs", s.handle(s.handleJobList))
 	mux.HandleFunc("GET /v1/jobs/{name}", s.handle(s.handleJobGet))
@@ -44,6 +44,9 @@ func (s *Server) handleJobSubmit(_ http.ResponseWriter, r *http.Request) (any, e
 	if err != nil {
 		return nil, specError(err)
 	}
+	if err := allow(r, metadata.ACLJobs, metadata.ACLWrite, spec.Name); err != nil { // acl.go
+		return nil, err
+	}
 	if err := s.admit(metadata.OpJobRegister); err != nil { // quota.go
 		return nil, err
 	}
@@ -65,9 +68,12 @@ func (s *Server) handleJobList(_ http.ResponseWriter, r *http.Request) (any, err
 	}
 	st := s.store.State()
 	jobs := st.Jobs()
+	id := identity(r)
 	out := make([]view.Job, 0, len(jobs))
 	for i := range jobs {
-		out = append(out, view.SummarizeJob(&jobs[i], st.Allocations(jobs[i].Name, "")))
+		if id.Allows(metadata.ACLJobs, metadata.ACLRead, jobs[i].Name) { // the jobs the token may read
+			out = append(out, view.SummarizeJob(&jobs[i], st.Allocations(jobs[i].Name, "")))
+		}
 	}
 	return map[string]any{"jobs": out}, nil
 }
@@ -113,9 +119,10 @@ func (s *Server) handleAllocList(_ http.ResponseWriter, r *http.Request) (any, e
 	q := r.URL.Query()
 	allocs := s.store.State().Allocations(q.Get("job"), q.Get("worker"))
 	state := q.Get("state")
+	id := identity(r)
 	out := make([]view.Alloc, 0, len(allocs))
 	for i := range allocs {
-		if state == "" || string(allocs[i].State) == state {
+		if (state == "" || string(allocs[i].State) == state) && id.Allows(metadata.ACLJobs, metadata.ACLRead, allocs[i].Job) {
 			out = append(out, view.AllocView(&allocs[i], false))
 		}
 	}
@@ -135,11 +142,37 @@ func (s *Server) handleAllocGet(_ http.ResponseWriter, r *http.Request) (any, er
 	if !ok {
 		return nil, allocNotFound(id)
 	}
+	if err := allow(r, metadata.ACLJobs, metadata.ACLRead, a.Job); err != nil {
+		return nil, err
+	}
 	return map[string]any{"allocation": view.AllocView(&a, true)}, nil
+}
+
+// allowAlloc is nil when the caller may take acc on allocation id's job.
+// An allocation this controller does not know yet is looked up again
+// after a linearizable read; one still unknown is left to the handler's
+// 404 (the state machine refuses unknown allocations too).
+func (s *Server) allowAlloc(r *http.Request, id string, acc metadata.ACLAccess) error {
+	if identity(r).Management() {
+		return nil
+	}
+	a, ok := s.store.State().Allocation(id)
+	if !ok {
+		if err := s.store.LinearizableRead(r.Context()); err != nil {
+			return err
+		}
+		if a, ok = s.store.State().Allocation(id); !ok {
+			return nil
+		}
+	}
+	return allow(r, metadata.ACLJobs, acc, a.Job)
 }
 
 func (s *Server) handleAllocRestart(_ http.ResponseWriter, r *http.Request) (any, error) {
 	id := r.PathValue("id")
+	if err := s.allowAlloc(r, id, metadata.ACLWrite); err != nil {
+		return nil, err
+	}
 	_, err := s.store.ProposePayload(r.Context(), metadata.OpAllocRestart, metadata.AllocRestartRequest{ID: id, AtMS: time.Now().UnixMilli()})
 	switch {
 	case errors.Is(err, metadata.ErrAllocNotFound):

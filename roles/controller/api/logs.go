@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/corral-dev/corral/metadata"
 	"github.com/corral-dev/corral/roles/controller/fault"
 	"github.com/corral-dev/corral/transport"
 )
@@ -36,6 +37,9 @@ func (s *Server) handleAllocLogs(w http.ResponseWriter, r *http.Request) (any, e
 		tail = n
 	}
 	id := r.PathValue("id")
+	if err := s.allowAlloc(r, id, metadata.ACLRead); err != nil { // jobs.go
+		return nil, err
+	}
 	if !s.cluster.IsLeader() {
 		return nil, s.relayToLeader(w, r)
 	}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/corral-dev/corral/metadata"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -90,9 +91,12 @@ func (s *Server) checkMetricsToken(r *http.Request) error {
 	}
 	metricsOK := subtle.ConstantTimeCompare([]byte(got), s.metricsToken) == 1
 	apiOK := s.token != nil && subtle.ConstantTimeCompare([]byte(got), s.token) == 1
+	if id := s.store.State().ACL().Lookup(got); id != nil && id.Allows(metadata.ACLOperator, metadata.ACLRead, "") {
+		apiOK = true // an ACL token with operator:read (acl.go)
+	}
 	if !metricsOK && !apiOK {
 		return httpError(http.StatusUnauthorized, "unauthorized",
-			"wrong metrics token: the bearer token is neither the --metrics-token-file token nor the API token; %s",
+			"wrong metrics token: the bearer token is neither the --metrics-token-file token, the API token nor an ACL token with operator:read; %s",
 			metricsCredentialsHint)
 	}
 	return nil

@@ -1,14 +1,13 @@
 package api
 
 import (
-	"net/http"
 	"net/http/pprof"
 )
 
 // registerPprof serves the runtime profiles. They are opt-in (a CPU
 // profile costs the leader CPU while it runs) and sit behind the API
 // token like every other route.
-func registerPprof(mux *http.ServeMux) {
+func registerPprof(mux *routeMux) {
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)

@@ -26,9 +26,13 @@ type Limits struct {
 	// (metadata.State.Bytes) is larger; 0 means no quota.
 	QuotaBytes int64
 	// MaxLeases refuses lease grants once this many leases are live; 0
-	// means only the state machine's cap (metadata.MaxLeases). There are
-	// no per-token caps yet: the API has a single token (no ACLs).
+	// means only the state machine's cap (metadata.MaxLeases).
 	MaxLeases int
+	// MaxLeasesPerToken refuses a token's lease grants once it holds this
+	// many live leases; MaxWatchesPerToken bounds a token's open watches
+	// on this controller. 0 means no per-token limit (acl_limits.go).
+	MaxLeasesPerToken  int
+	MaxWatchesPerToken int
 }
 
 // DefaultQuotaBytes is the default --quota-bytes: 2 GiB, as etcd's.

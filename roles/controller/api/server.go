@@ -9,7 +9,6 @@ package api
 import (
 	"cmp"
 	"context"
-	"crypto/subtle"
 	"crypto/tls"
 	"encoding/json"
 	"errors"
@@ -19,7 +18,6 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -46,6 +44,8 @@ type apiError struct {
 	OldestRevision *int64 `json:"oldest_revision,omitempty"`
 	// Fields names every invalid field of a refused job spec.
 	Fields []metadata.FieldError `json:"fields,omitempty"`
+	// Permission names what a 403 lacked (acl.go).
+	Permission *permissionJSON `json:"permission,omitempty"`
 }
 
 func (e *apiError) Error() string { return e.Message }
@@ -242,6 +242,8 @@ type Server struct {
 	peerAsks     peerAsks     // the dashboard's view of the other controllers (ui_peers.go)
 	stopc        <-chan struct{}
 	browser      browserGuard // Host, Origin and client-header checks (browser.go)
+	routes       []string     // the patterns Handler registered (acl.go)
+	watchesBy    tokenCounts  // open watches per token (acl_limits.go)
 }
 
 // New returns a Server; it serves nothing until Listen (or use Handler).
@@ -432,7 +434,7 @@ func (s *Server) Addr() string {
 
 // Handler returns the API with auth and metrics applied.
 func (s *Server) Handler() http.Handler {
-	mux := http.NewServeMux()
+	mux := s.newRouteMux() // acl.go
 	mux.HandleFunc("GET /healthz", s.handle(handleHealthz))
 	mux.HandleFunc("GET /readyz", s.handle(s.handleReadyz))
 	mux.Handle("GET /metrics", s.apiPortMetrics()) // metrics_http.go
@@ -451,6 +453,7 @@ func (s *Server) Handler() http.Handler {
 	s.registerJobRoutes(mux)   // jobs, allocations, logs, drain (http_jobs.go)
 	s.registerCertRoutes(mux)  // the certificate deny-list (certs.go)
 	s.registerTokenRoutes(mux) // worker join tokens (tokens.go)
+	s.registerACLRoutes(mux)   // policies and tokens (acl_routes.go)
 	s.registerUIRoutes(mux)    // dashboard under /ui/, / redirects there, GET /v1/events (http_ui.go)
 	if s.cfg.EnablePprof {
 		registerPprof(mux)
@@ -458,27 +461,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/", s.handle(func(_ http.ResponseWriter, r *http.Request) (any, error) {
 		return nil, notFound("not_found", "no route for %s %s; see docs/API.md", r.Method, r.URL.Path)
 	}))
-	return s.instrument(s.browserSafe(mux, s.auth(mux))) // browser.go
-}
-
-func (s *Server) auth(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.token != nil && !isOpenPath(r.URL.Path) {
-			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			if !ok || subtle.ConstantTimeCompare([]byte(got), s.token) != 1 {
-				writeError(w, httpError(http.StatusUnauthorized, "unauthorized",
-					"missing or wrong API token: send Authorization: Bearer <token>"))
-				return
-			}
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// isOpenPath: probes, metrics and the dashboard's static files (the page
-// sends the token the user enters with its API calls) need no token.
-func isOpenPath(p string) bool {
-	return p == "/healthz" || p == "/readyz" || p == "/metrics" || p == "/" || p == "/ui" || strings.HasPrefix(p, "/ui/")
+	s.routes = mux.patterns
+	return s.instrument(s.browserSafe(mux.ServeMux, s.auth(mux))) // browser.go, acl.go
 }
 
 type statusRecorder struct {

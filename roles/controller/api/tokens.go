@@ -20,7 +20,7 @@ const (
 )
 
 // registerTokenRoutes serves the worker join tokens.
-func (s *Server) registerTokenRoutes(mux *http.ServeMux) {
+func (s *Server) registerTokenRoutes(mux *routeMux) {
 	mux.HandleFunc("POST /v1/tokens", s.handle(s.handleTokenCreate))
 	mux.HandleFunc("GET /v1/tokens", s.handle(s.handleTokenList))
 	mux.HandleFunc("DELETE /v1/tokens/{id}", s.handle(s.handleTokenRevoke))

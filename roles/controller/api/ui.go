@@ -27,7 +27,7 @@ const uiPeerTimeout = 700 * time.Millisecond
 
 // registerUIRoutes adds the embedded dashboard (package web) under /ui/, the
 // redirect of / to it, and the live summary stream it reads.
-func (s *Server) registerUIRoutes(mux *http.ServeMux) {
+func (s *Server) registerUIRoutes(mux *routeMux) {
 	mux.Handle("GET "+web.Prefix, web.Handler())
 	// "/{$}" matches only "/", so every other unknown path still reaches
 	// the JSON 404 catch-all. ServeMux itself redirects "/ui" to "/ui/".

@@ -69,6 +69,11 @@ func (s *Server) handleWatch(w http.ResponseWriter, r *http.Request) (any, error
 	if !ok {
 		return nil, badRequest("streaming is not supported on this connection")
 	}
+	release, err := s.takeWatch(r) // acl_limits.go
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	wt, backlog, last, err := s.hub.Subscribe(r.PathValue("prefix"), from)
 	if err != nil {
 		return nil, err // a *WatchError is 410 with the oldest revision kept
