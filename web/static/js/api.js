@@ -54,6 +54,46 @@ export function describe(err) {
   return err && typeof err.describe === 'function' ? err.describe() : String(err && err.message ? err.message : err);
 }
 
+// The caller's token as the API sees it (GET /v1/acl/token/self): the
+// pages disable the actions it cannot take. null until loaded, or when it
+// could not be read; the server checks every request either way.
+let self = null;
+
+// loadSelf asks who the token is; app.js calls it before each page.
+export async function loadSelf() {
+  try {
+    self = await get('/v1/acl/token/self');
+  } catch {
+    self = null;
+  }
+  return self;
+}
+
+// whoami is the loaded identity (null when unknown).
+export const whoami = () => self;
+
+function grants(access, r) {
+  return r.access === 'write' || access === 'read';
+}
+
+// can reports whether the token may take access ("read" or "write") on
+// resource ("kv", "coord", "jobs", "workers", "operator") for name; with
+// name undefined, for some name. It mirrors metadata.ACLIdentity.Allows.
+export function can(resource, access, name) {
+  if (!self || !self.acl_enabled || self.type === 'management') return true;
+  return (self.rules || []).some((r) => r.resource === resource && grants(access, r) &&
+    (name === undefined || String(name).startsWith(r.prefix || '')));
+}
+
+// gate disables button when the token lacks the permission, and says why.
+export function gate(button, resource, access, name) {
+  if (can(resource, access, name)) return button;
+  button.disabled = true;
+  button.title = `Your token lacks ${resource}:${access}${name ? ` on "${name}"` : ''}.`;
+  button.classList.add('denied');
+  return button;
+}
+
 // api sends one request. body (an object) is sent as JSON, or as is when it
 // is a string. opts.text returns the body as text; opts.raw the Response.
 export async function api(method, path, body, opts = {}) {

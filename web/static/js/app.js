@@ -1,7 +1,7 @@
 // The dashboard's shell: hash router, header, token field and banners.
 // Pages are modules with render(ctx); ctx gives them timers and summary
 // subscriptions that end when the user leaves the page.
-import {getToken, setToken} from './api.js';
+import {getToken, loadSelf, setToken, whoami} from './api.js';
 import {onHandoff, takeHandoff} from './conn.js';
 import {h, msg, replace, setBanner} from './dom.js';
 import {exportLog, restoreLog, startHistory} from './history.js';
@@ -42,7 +42,24 @@ function parseHash() {
   return {path, query};
 }
 
-function route() {
+// route loads the token's permissions, then renders the page.
+async function route() {
+  await loadSelf();
+  showSelf();
+  renderRoute();
+}
+
+// showSelf names the token in the header, so a read-only user knows why
+// actions are disabled.
+function showSelf() {
+  const el = document.getElementById('hdr-token');
+  if (!el) return;
+  const me = whoami();
+  el.textContent = !me || !me.acl_enabled ? '' : me.type === 'management' ? `token ${me.name} · management` :
+    `token ${me.name} · ${(me.policies || []).join(', ')}`;
+}
+
+function renderRoute() {
   for (const fn of teardown) fn();
   teardown = [];
   const main = document.getElementById('main');
@@ -107,9 +124,9 @@ function route() {
   page.render(main, ctx);
   // Move focus to the new page so keyboard and screen reader users start
   // there, not at the link they activated.
-  if (route.count++ > 0) main.focus({preventScroll: false});
+  if (renderRoute.count++ > 0) main.focus({preventScroll: false});
 }
-route.count = 0;
+renderRoute.count = 0;
 
 function header(s) {
   const server = document.getElementById('hdr-server');

@@ -1,6 +1,6 @@
 // Controllers: the leader's replication view (GET /v1/controllers, which
 // any controller forwards to the leader) and membership actions.
-import {describe, del, enc, get, post} from '../api.js';
+import {describe, del, enc, gate, get, post} from '../api.js';
 import {confirmDialog, dl, fmtMS, fmtNum, h, keyedTable, msg, pill, replace} from '../dom.js';
 
 // removalEffect says in words what removing controller c does to the quorum.
@@ -45,10 +45,10 @@ export default {
         c.reachable ? pill('up', {label: 'yes'}) : pill('down', {label: 'no'}),
         c.last_contact_ms === undefined || c.last_contact_ms === null ? '–' : fmtMS(c.last_contact_ms),
         h('div', {class: 'actions'},
-          h('button', {type: 'button', 'data-fid': 'transfer', disabled: c.role === 'leader' || !c.voter,
-            'aria-label': `Make controller ${c.id} the leader`, onclick: () => transfer(c)}, 'Make leader'),
-          h('button', {type: 'button', class: 'danger', 'data-fid': 'remove',
-            'aria-label': `Remove controller ${c.id}`, onclick: () => remove(c)}, 'Remove')),
+          gate(h('button', {type: 'button', 'data-fid': 'transfer', disabled: c.role === 'leader' || !c.voter,
+            'aria-label': `Make controller ${c.id} the leader`, onclick: () => transfer(c)}, 'Make leader'), 'operator', 'write'),
+          gate(h('button', {type: 'button', class: 'danger', 'data-fid': 'remove',
+            'aria-label': `Remove controller ${c.id}`, onclick: () => remove(c)}, 'Remove'), 'operator', 'write')),
       ],
     });
 
@@ -93,7 +93,7 @@ export default {
     }},
     h('label', {for: 'add-id'}, 'Node id', addId),
     h('label', {for: 'add-addr'}, 'Cluster address', addAddr),
-    h('button', {type: 'submit'}, 'Add as learner'));
+    gate(h('button', {type: 'submit'}, 'Add as learner'), 'operator', 'write'));
 
     replace(main, h('h1', {}, 'Controllers'), quorum, status, err, table.el,
       h('h2', {}, 'Add a controller'),

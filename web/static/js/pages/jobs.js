@@ -1,6 +1,6 @@
 // Jobs and allocations: list, job page, allocation page with its history
 // and a live log viewer, and the actions submit, stop and restart.
-import {APIError, authHeaders, del, describe, enc, get, optional, post} from '../api.js';
+import {APIError, authHeaders, can, del, describe, enc, gate, get, optional, post} from '../api.js';
 import {confirmDialog, dl, fmtNum, fmtTime, h, keyedTable, msg, pill, replace} from '../dom.js';
 
 const NO_JOBS = 'This controller has no jobs API yet (GET /v1/jobs is not a route here).';
@@ -118,14 +118,14 @@ export const jobList = {
       cells: (j) => [
         h('a', {href: `#/jobs/${enc(j.name)}`}, j.name), j.type, pill(j.status), fmtNum(j.version), fmtNum(j.count),
         counts(j.allocations), fmtNum(j.unplaced), j.reason || '',
-        h('button', {type: 'button', class: 'danger', 'data-fid': 'stop', 'aria-label': `Stop job ${j.name}`,
-          onclick: () => stopJob(j.name, status, () => refresh())}, 'Stop'),
+        gate(h('button', {type: 'button', class: 'danger', 'data-fid': 'stop', 'aria-label': `Stop job ${j.name}`,
+          onclick: () => stopJob(j.name, status, () => refresh())}, 'Stop'), 'jobs', 'write', j.name),
       ],
     });
     replace(main, h('h1', {}, 'Jobs'), note, status, table.el,
-      h('h2', {}, 'Submit a job'), submitForm((name) => {
+      ...(can('jobs', 'write') ? [h('h2', {}, 'Submit a job'), submitForm((name) => {
         if (name) location.hash = `#/jobs/${enc(name)}`;
-      }));
+      })] : [h('p', {class: 'muted small', id: 'job-submit-denied'}, 'Your token cannot submit jobs (it lacks jobs:write).')]));
     const refresh = ctx.every(2000, async () => {
       try {
         const r = await optional('/v1/jobs');
@@ -155,8 +155,8 @@ export const jobPage = {
     replace(main,
       h('p', {}, h('a', {href: '#/jobs'}, '← Jobs')),
       h('h1', {}, 'Job ', name),
-      h('div', {class: 'actions'}, h('button', {type: 'button', class: 'danger', id: 'job-stop',
-        onclick: () => stopJob(name, status, () => refresh())}, 'Stop job')),
+      h('div', {class: 'actions'}, gate(h('button', {type: 'button', class: 'danger', id: 'job-stop',
+        onclick: () => stopJob(name, status, () => refresh())}, 'Stop job'), 'jobs', 'write', name)),
       status, info,
       h('h2', {}, 'Allocations'), allocs.el,
       h('h2', {}, 'Events'), events,
@@ -297,6 +297,8 @@ export const allocationPage = {
           return;
         }
         const a = r.allocation;
+        const restart = document.getElementById('alloc-restart');
+        if (restart) gate(restart, 'jobs', 'write', a.job);
         replace(back, h('a', {href: `#/jobs/${enc(a.job)}`}, `← Job ${a.job}`));
         replace(info, h('div', {class: 'cards'}, h('section', {class: 'card'}, dl([
           ['Job', h('a', {href: `#/jobs/${enc(a.job)}`}, a.job)],

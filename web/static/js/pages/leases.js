@@ -1,7 +1,7 @@
 // Leases. The API has no "list all leases" route, so the page shows the
 // leases that hold something it can find (locks, elections, service
 // instances), the total count from the live summary, and a lookup by id.
-import {APIError, del, describe, enc, get} from '../api.js';
+import {APIError, del, describe, enc, gate, get} from '../api.js';
 import {confirmDialog, dl, fmtMS, fmtNum, h, keyedTable, msg, replace} from '../dom.js';
 
 const MAX_SHOWN = 100;
@@ -68,8 +68,8 @@ export default {
         l.remaining_ms === undefined ? '–' : fmtMS(l.remaining_ms),
         l.holds.join(', '),
         fmtNum((l.keys || []).length),
-        h('button', {type: 'button', class: 'danger', 'data-fid': 'revoke', 'aria-label': `Revoke lease ${l.id}`,
-          onclick: () => revoke(l.id)}, 'Revoke'),
+        gate(h('button', {type: 'button', class: 'danger', 'data-fid': 'revoke', 'aria-label': `Revoke lease ${l.id}`,
+          onclick: () => revoke(l.id)}, 'Revoke'), 'coord', 'write'),
       ],
     });
 
@@ -81,7 +81,7 @@ export default {
           ['Remaining (leader\'s view)', fmtMS(l.remaining_ms)],
           ['Keys', (l.keys || []).length ? h('ul', {}, l.keys.map((k) => h('li', {class: 'mono'}, k))) : 'none'],
           ['Locks', (l.locks || []).length ? h('ul', {}, l.locks.map((k) => h('li', {class: 'mono'}, k))) : 'none'],
-        ]), h('div', {class: 'actions'}, h('button', {type: 'button', class: 'danger', onclick: () => revoke(l.id)}, `Revoke lease ${l.id}`))));
+        ]), h('div', {class: 'actions'}, gate(h('button', {type: 'button', class: 'danger', onclick: () => revoke(l.id)}, `Revoke lease ${l.id}`), 'coord', 'write'))));
       } catch (e) {
         const gone = e instanceof APIError && e.code === 'lease_not_found';
         replace(lookup, msg(gone ? 'note' : 'error', gone ? `Lease ${id} does not exist (never granted, revoked or expired).` : describe(e)));

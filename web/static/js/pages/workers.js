@@ -1,6 +1,6 @@
 // Workers: the registry with the leader's liveness (GET /v1/workers), one
 // worker's page with its allocations, and drain / undo drain.
-import {APIError, describe, enc, get, optional, post} from '../api.js';
+import {APIError, describe, enc, gate, get, optional, post} from '../api.js';
 import {confirmDialog, dl, fmtCPU, fmtMS, fmtMem, fmtTime, h, keyedTable, msg, pill, replace} from '../dom.js';
 import {allocTable} from './jobs.js';
 
@@ -40,10 +40,10 @@ async function drainAction(w, drain, status, done) {
 
 function drainButton(w, status, done) {
   const draining = w.state === 'draining';
-  return h('button', {type: 'button', 'data-fid': 'drain', class: draining ? '' : 'danger',
+  return gate(h('button', {type: 'button', 'data-fid': 'drain', class: draining ? '' : 'danger',
     disabled: w.state === 'left' || w.state === 'fenced',
     'aria-label': `${draining ? 'Undo drain of' : 'Drain'} worker ${w.id}`,
-    onclick: () => drainAction(w, !draining, status, done)}, draining ? 'Undo drain' : 'Drain');
+    onclick: () => drainAction(w, !draining, status, done)}, draining ? 'Undo drain' : 'Drain'), 'workers', 'write');
 }
 
 function sourceNote(r) {
