@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 	"github.com/stretchr/testify/require"
 
 	"github.com/corral-dev/corral/client"
@@ -169,4 +171,51 @@ func TestACL_APITokenFileIsManagement(t *testing.T) {
 		_, err := tokenClient(t, tk, c.nodes[1].endpoint()).Get(ctx, "a")
 		require.NoError(t, err)
 	}
+}
+
+// TestACL_DashboardReadOnlyToken: in Chromium, the dashboard with a
+// read-only token shows the cluster and its jobs but disables or hides
+// every action the token cannot take; with the management token the same
+// actions are there.
+func TestACL_DashboardReadOnlyToken(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser test: skipped under -short (it needs Chromium)")
+	}
+	chrome := chromiumPath(t)
+	c := newCluster(t, 1)
+	c.startAll()
+	c.waitLeader(30 * time.Second)
+	ep := c.nodes[1].endpoint()
+	ctx := context.Background()
+	root, _ := cliOut(t, "acl", "bootstrap", "--endpoints="+ep)
+	admin := tokenClient(t, root, ep)
+	require.NoError(t, admin.PutACLPolicy(ctx, client.ACLPolicy{Name: "readonly", Rules: []client.ACLRule{
+		{Resource: "kv", Access: "read"}, {Resource: "coord", Access: "read"}, {Resource: "jobs", Access: "read"},
+		{Resource: "workers", Access: "read"}, {Resource: "operator", Access: "read"}}}))
+	ro, err := admin.CreateACLToken(ctx, "viewer", "client", []string{"readonly"}, 0)
+	require.NoError(t, err)
+	_, _, err = admin.SubmitJob(ctx, []byte(`{"name":"ro-job","task":{"command":"/bin/true"}}`))
+	require.NoError(t, err)
+
+	b := newBrowser(t, chrome)
+	defer b.checkNoExceptions()
+	b.navigate(ep + "/ui/")
+	b.do(chromedp.SendKeys(chromedp.CSS("#token-input"), ro.Secret), chromedp.KeyEvent(kb.Enter))
+	b.waitJS("leader with the read-only token", text("#ov-leader")+` === '1' ? 'ok' : ''`, 15*time.Second)
+	b.waitJS("token named in the header", text("#hdr-token")+`.includes('viewer') ? 'ok' : ''`, 10*time.Second)
+
+	b.navigate(ep + "/ui/#/jobs")
+	b.waitJS("job listed", `document.querySelector('#jobs tr[data-key="ro-job"]') ? 'ok' : ''`, 15*time.Second)
+	b.waitJS("stop disabled", `document.querySelector('#jobs tr[data-key="ro-job"] [data-fid="stop"]')?.disabled ? 'ok' : ''`, 5*time.Second)
+	b.waitJS("no submit form", `!document.querySelector('#job-submit') && document.querySelector('#job-submit-denied') ? 'ok' : ''`, 5*time.Second)
+	b.screenshot("ui-readonly-jobs.png")
+	b.navigate(ep + "/ui/#/controllers")
+	b.waitJS("controller listed", `document.querySelector('#controllers tr[data-key="1"] [data-fid="remove"]') ? 'ok' : ''`, 15*time.Second)
+	b.waitJS("remove disabled", `document.querySelector('#controllers tr[data-key="1"] [data-fid="remove"]').disabled ? 'ok' : ''`, 5*time.Second)
+
+	// The management token gets the actions back.
+	b.do(chromedp.SendKeys(chromedp.CSS("#token-input"), root), chromedp.KeyEvent(kb.Enter))
+	b.navigate(ep + "/ui/#/jobs")
+	b.waitJS("submit form", `document.querySelector('#job-submit') ? 'ok' : ''`, 15*time.Second)
+	b.waitJS("stop enabled", `(() => { const s = document.querySelector('#jobs tr[data-key="ro-job"] [data-fid="stop"]'); return s && !s.disabled ? 'ok' : ''; })()`, 15*time.Second)
 }

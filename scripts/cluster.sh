@@ -3,13 +3,17 @@
 # benchmarks and manual testing.
 #   scripts/cluster.sh start [DIR]   # HTTP on :8081-8083, QUIC on :7081-7083
 #   scripts/cluster.sh stop  [DIR]
+# CORRAL_HTTP_BASE and CORRAL_CLUSTER_BASE move the ports (node i listens
+# on BASE+i), so two clusters can run side by side (scripts/bench-acl.sh).
 # Certificates: DIR/ca (the CA), DIR/tls-N (controller N), DIR/tls (for
 # corral bench).
 set -euo pipefail
 cmd=${1:-start}
 dir=${2:-/tmp/corral-cluster}
 bin=${CORRAL_BIN:-$(dirname "$0")/../bin/corral}
-peers="1@127.0.0.1:7081,2@127.0.0.1:7082,3@127.0.0.1:7083"
+http_base=${CORRAL_HTTP_BASE:-8080}
+cluster_base=${CORRAL_CLUSTER_BASE:-7080}
+peers="1@127.0.0.1:$((cluster_base + 1)),2@127.0.0.1:$((cluster_base + 2)),3@127.0.0.1:$((cluster_base + 3))"
 
 case "$cmd" in
 start)
@@ -38,13 +42,13 @@ start)
 	for i in 1 2 3; do
 		# CORRAL_FLAGS: extra flags for every controller (e.g. --enable-pprof).
 		"$bin" run --role=controller --node-id=$i --data-dir="$dir/data-$i" \
-			--cluster-addr=127.0.0.1:708$i --http-addr=127.0.0.1:808$i \
+			--cluster-addr=127.0.0.1:$((cluster_base + i)) --http-addr=127.0.0.1:$((http_base + i)) \
 			--controllers=$peers --tls-dir="$dir/tls-$i" ${CORRAL_FLAGS:-} >"$dir/node-$i.log" 2>&1 &
 		echo $! >"$dir/node-$i.pid"
 	done
 	for _ in $(seq 1 100); do
-		if curl -fsS http://127.0.0.1:8081/readyz >/dev/null 2>&1; then
-			echo "cluster up: endpoints http://127.0.0.1:8081,http://127.0.0.1:8082,http://127.0.0.1:8083"
+		if curl -fsS "http://127.0.0.1:$((http_base + 1))/readyz" >/dev/null 2>&1; then
+			echo "cluster up: endpoints http://127.0.0.1:$((http_base + 1)),http://127.0.0.1:$((http_base + 2)),http://127.0.0.1:$((http_base + 3))"
 			exit 0
 		fi
 		sleep 0.1

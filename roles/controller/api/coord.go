@@ -24,6 +24,9 @@ const (
 	MaxLockWait = 60 * time.Second
 	// maxNameBytes bounds lock, election, service and instance names.
 	maxNameBytes = 256
+	// MaxServiceInstances bounds the instances GET /v1/services/{name}
+	// lists (its answer says when more exist).
+	MaxServiceInstances = 10000
 )
 
 const (
@@ -427,7 +430,13 @@ func (s *Server) handleServiceList(w http.ResponseWriter, r *http.Request) (any,
 	st := s.store.State()
 	out := []instanceJSON{}
 	prefix := servicePrefix + name + "/"
-	for _, kv := range st.Range(prefix, 0) {
+	// One more than the cap tells whether instances were left out.
+	kvs := st.Range(prefix, MaxServiceInstances+1)
+	more := len(kvs) > MaxServiceInstances
+	if more {
+		kvs = kvs[:MaxServiceInstances]
+	}
+	for _, kv := range kvs {
 		var si ServiceInstance
 		_ = json.Unmarshal(kv.Value, &si)
 		out = append(out, instanceJSON{Instance: strings.TrimPrefix(kv.Key, prefix), Address: si.Address,
@@ -436,7 +445,15 @@ func (s *Server) handleServiceList(w http.ResponseWriter, r *http.Request) (any,
 	if name == WorkerService {
 		out = append(out, s.workerInstances()...)
 	}
-	return map[string]any{"service": name, "instances": out, "revision": st.Revision()}, nil
+	ans := map[string]any{"service": name, "instances": out, "revision": st.Revision()}
+	if more {
+		// A registry that large is a bug more often than a need: say so
+		// rather than send megabytes.
+		ans["more"] = true
+		ans["note"] = fmt.Sprintf("only the first %d instances (by instance name) are listed; read the rest with "+
+			"GET /v1/kv/%s?prefix=true (paged)", MaxServiceInstances, prefix)
+	}
+	return ans, nil
 }
 
 // workerInstances lists the alive (including suspect: alive but late)
