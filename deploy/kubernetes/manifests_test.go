@@ -20,6 +20,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
@@ -894,4 +895,59 @@ func cmpScheme(s corev1.URIScheme) corev1.URIScheme {
 		return corev1.URISchemeHTTP
 	}
 	return s
+}
+
+// TestNamesAreValid applies the API server's name rules that strict
+// decoding cannot see: a Service name is a DNS label, port names are at
+// most 15 characters, label keys and values are qualified names, and so
+// on.
+func TestNamesAreValid(t *testing.T) {
+	objs := loadManifests(t)
+	check := func(where, what, value string, errs []string) {
+		t.Helper()
+		if len(errs) > 0 {
+			t.Errorf("%s: %s %q: %s", where, what, value, strings.Join(errs, "; "))
+		}
+	}
+	checkLabels := func(where string, l map[string]string) {
+		t.Helper()
+		for k, v := range l {
+			check(where, "label key", k, validation.IsQualifiedName(k))
+			check(where, "label value", v, validation.IsValidLabelValue(v))
+		}
+	}
+	for _, o := range objs {
+		meta := objectMeta(o.obj)
+		checkLabels(o.where, meta.Labels)
+		switch v := o.obj.(type) {
+		case *corev1.Service:
+			check(o.where, "Service name", o.name, validation.IsDNS1035Label(o.name))
+			for _, p := range v.Spec.Ports {
+				check(o.where, "port name", p.Name, validation.IsValidPortName(p.Name))
+			}
+		case *corev1.Namespace:
+			check(o.where, "Namespace name", o.name, validation.IsDNS1123Label(o.name))
+		default:
+			check(o.where, o.kind+" name", o.name, validation.IsDNS1123Subdomain(o.name))
+		}
+	}
+	for _, w := range workloads(objs) {
+		checkLabels(w.where, w.tmpl.Labels)
+		if w.kind == "StatefulSet" {
+			// Pod names (NAME-ORDINAL) are DNS labels under the headless Service.
+			check(w.where, "StatefulSet name", w.name, validation.IsDNS1123Label(w.name+"-99"))
+		}
+		for _, v := range w.tmpl.Spec.Volumes {
+			check(w.where, "volume name", v.Name, validation.IsDNS1123Label(v.Name))
+		}
+		for _, c := range w.tmpl.Spec.Containers {
+			check(w.where, "container name", c.Name, validation.IsDNS1123Label(c.Name))
+			for _, p := range c.Ports {
+				check(w.where, "container port name", p.Name, validation.IsValidPortName(p.Name))
+			}
+			for _, e := range c.Env {
+				check(w.where, "env name", e.Name, validation.IsEnvVarName(e.Name))
+			}
+		}
+	}
 }
