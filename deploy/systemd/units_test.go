@@ -39,7 +39,7 @@ func parseUnit(t *testing.T, file string) unit {
 	var cont strings.Builder // a line continued with a trailing backslash
 	for _, line := range strings.Split(string(b), "\n") {
 		if cont.Len() == 0 {
-			if t := strings.TrimSpace(line); t == "" || strings.HasPrefix(t, "#") || strings.HasPrefix(t, ";") {
+			if s := strings.TrimSpace(line); s == "" || strings.HasPrefix(s, "#") || strings.HasPrefix(s, ";") {
 				continue
 			}
 		}
