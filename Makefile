@@ -12,6 +12,7 @@ test:
 	GO="$(GO)" ./scripts/test-third-party.sh
 	$(GO) test -race -timeout 25m $$($(GO) list ./... | grep -v /integration)
 	$(GO) test -race -count=1 -timeout 25m ./integration/
+	cd deploy/kubernetes && $(GO) test ./...
 
 # upstream quic-go's tests of the packages corral patches (third_party/quic-go).
 test-third-party:
