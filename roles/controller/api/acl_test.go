@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -250,4 +251,44 @@ func TestACL_MetricsAcceptOperatorRead(t *testing.T) {
 	kv := f.token(t, root, "kv", `[{"resource": "kv", "access": "read"}]`)
 	require.Equal(t, http.StatusOK, f.as(op, "GET", "/metrics", "").Code)
 	require.Equal(t, http.StatusUnauthorized, f.as(kv, "GET", "/metrics", "").Code)
+}
+
+// BenchmarkACL_Get is one GET /v1/kv through the whole handler (browser
+// checks, auth, route permission, the read), without ACLs and with a
+// client token whose policy has several rules: the difference is what
+// ACLs cost a request (docs/PERFORMANCE.md, "ACL cost").
+func BenchmarkACL_Get(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		name := "off"
+		if on {
+			name = "on"
+		}
+		b.Run(name, func(b *testing.B) {
+			t := &testing.T{}
+			f := newFixture(t, func(f *fixture) { f.cfg.Logger = slog.New(slog.DiscardHandler) })
+			tok := ""
+			if on {
+				rec := f.do("POST", "/v1/acl/bootstrap", "", "X-Corral-Client", "test")
+				root := jsonBody(t, rec)["secret"].(string)
+				tok = f.token(t, root, "app", `[{"resource": "jobs", "prefix": "x-", "access": "read"},
+					{"resource": "coord", "prefix": "y-", "access": "write"}, {"resource": "kv", "prefix": "other/", "access": "read"},
+					{"resource": "kv", "prefix": "app/", "access": "write"}]`)
+			}
+			f.do("PUT", "/v1/kv/app/x", "1", "X-Corral-Client", "test", "Authorization", "Bearer "+tok)
+			h := f.srv.Handler()
+			req := httptest.NewRequest("GET", "/v1/kv/app/x?consistency=serializable", nil)
+			if on {
+				req.Header.Set("Authorization", "Bearer "+tok)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req)
+				if rec.Code != http.StatusOK {
+					b.Fatalf("status %d: %s", rec.Code, rec.Body.String())
+				}
+			}
+		})
+	}
 }
