@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 
@@ -27,9 +28,15 @@ func Parse(data []byte) (*metadata.JobSpec, error) {
 	if len(trimmed) == 0 {
 		return nil, specError("empty; send a JSON or YAML job spec")
 	}
+	// Every unknown field at once, with its line and a did-you-mean (the strict decoder below stops at the first).
+	if unknown := unknownFields(data); len(unknown) > 0 {
+		return nil, &metadata.SpecError{Fields: unknown}
+	}
+	format := "JSON"
 	// JSON is decoded as sent, so that its syntax errors point into the user's document; anything else is YAML,
 	// converted first.
 	if trimmed[0] != '{' {
+		format = "YAML"
 		var err error
 		if data, err = yamlToJSON(data); err != nil {
 			return nil, specError(err.Error())
@@ -39,7 +46,9 @@ func Parse(data []byte) (*metadata.JobSpec, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&spec); err != nil {
-		return nil, specError("not a valid job spec: " + err.Error())
+		// The decoder speaks of "json" even when the user sent YAML.
+		msg := strings.TrimPrefix(err.Error(), "json: ")
+		return nil, specError(fmt.Sprintf("not a valid job spec (%s): %s", format, msg))
 	}
 	if dec.More() {
 		return nil, specError("trailing data after the job spec")

@@ -63,15 +63,15 @@ var invalidSpecs = []struct {
 		"constraints[0].values"},
 	{"unknown placement", `{"name": "a", "task": {"command": "x"}, "placement": "random"}`, "placement"},
 	{"negative attempts", `{"name": "a", "task": {"command": "x"}, "restart": {"attempts": -1}}`, "restart.attempts"},
-	{"unknown field", `{"name": "a", "task": {"command": "x"}, "colour": "red"}`, "(spec)"},
+	{"unknown field", `{"name": "a", "task": {"command": "x"}, "colour": "red"}`, "colour"},
 	{"bad user", `{"name": "a", "task": {"command": "x", "user": "root;id"}}`, "task.user"},
 	{"user starting with -", `{"name": "a", "task": {"command": "x", "user": "-u"}}`, "task.user"},
 	{"user too long", `{"name": "a", "task": {"command": "x", "user": "` + strings.Repeat("u", 33) + `"}}`, "task.user"},
 	{"empty", ``, "(spec)"},
 	{"trailing data", `{"name": "a", "task": {"command": "x"}} {}`, "(spec)"},
 	{"not YAML", "name: [web\n", "(spec)"},
-	{"YAML without a JSON form", "name: a\ntask: {command: x}\n1: one\n", "(spec)"},
-	{"YAML unknown field", "name: a\ntask: {command: x}\ncolour: red\n", "(spec)"},
+	{"YAML without a JSON form", "name: a\ntask: {command: x}\n1: one\n", "1"},
+	{"YAML unknown field", "name: a\ntask: {command: x}\ncolour: red\n", "colour"},
 	{"YAML bad field", "name: a\ntask: {command: x}\ncount: 0\nsingleton: true\nplacement: random\n", "placement"},
 	{"too large", `{"name": "a", "task": {"command": "x"}}` + strings.Repeat(" ", metadata.MaxSpecBytes), "(spec)"},
 }
@@ -108,4 +108,48 @@ func FuzzParse(f *testing.F) {
 		require.ErrorIs(t, err, metadata.ErrInvalid, "every parse error is a spec error")
 		require.NotEmpty(t, metadata.SpecFields(err), "every parse error names a field")
 	})
+}
+
+// Every unknown field is reported at once, by path, with its line and the
+// nearest known name; YAML errors do not speak of JSON.
+func TestParse_EveryUnknownFieldAtOnce(t *testing.T) {
+	t.Parallel()
+	yamlSpec := "name: web\ncount: 2\ntask:\n  comand: /bin/sleep\n  resources:\n    cpu_milis: 100\nconstraints:\n  - attribute: zone\nrestrt: {attempts: 2}\n"
+	_, err := Parse([]byte(yamlSpec))
+	require.Error(t, err)
+	fields := metadata.SpecFields(err)
+	got := map[string]string{}
+	for _, f := range fields {
+		got[f.Field] = f.Problem
+	}
+	require.Len(t, got, 4, "%v", err)
+	require.Contains(t, got["task.comand"], "line 4")
+	require.Contains(t, got["task.comand"], `did you mean "command"?`)
+	require.Contains(t, got["task.resources.cpu_milis"], "line 6")
+	require.Contains(t, got["task.resources.cpu_milis"], `"cpu_millis"`)
+	require.Contains(t, got["constraints[0].attribute"], "line 8")
+	require.Contains(t, got["restrt"], `did you mean "restart"?`)
+
+	_, err = Parse([]byte("name: web\ncount: lots\ntask: {command: x}\n"))
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "YAML")
+	require.NotContains(t, err.Error(), "json")
+}
+
+// A document that names one big node many times (YAML aliases) is
+// checked within a bounded walk, not once per alias.
+func TestParse_AliasesDoNotMultiplyTheWalk(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	b.WriteString("name: a\ntask: {command: x}\nx: &c {attribute: zone, operator: in, values: [")
+	for i := 0; i < 2000; i++ {
+		b.WriteString("v,")
+	}
+	b.WriteString("v]}\nconstraints: [")
+	for i := 0; i < 2000; i++ {
+		b.WriteString("*c,")
+	}
+	b.WriteString("*c]\n")
+	_, err := Parse([]byte(b.String()))
+	require.Error(t, err) // x is unknown; the point is that it returns
 }
