@@ -146,7 +146,7 @@ func (c *composeCluster) down() {
 
 // compose runs docker-compose on this project.
 func (c *composeCluster) compose(timeout time.Duration, args ...string) (string, error) {
-	return c.run(timeout, "docker-compose", append([]string{"-p", c.project, "-f", c.file, "--no-ansi"}, args...)...)
+	return c.run(timeout, "docker-compose", append([]string{"-p", c.project, "-f", c.file, "--ansi", "never"}, args...)...)
 }
 
 // docker runs the docker command line.
