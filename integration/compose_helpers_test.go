@@ -35,6 +35,7 @@ type composeCluster struct {
 	token   string
 	caPEM   []byte
 	apiAddr map[int]string // controller id -> 127.0.0.1:port its API is published on
+	single  map[int]*client.Client
 }
 
 // requireDocker skips the test where no Docker engine runs, and fails it
@@ -74,7 +75,7 @@ func buildComposeImage(t *testing.T) {
 	var user string
 	_, err = fmt.Sscan(string(out), &size, &user)
 	require.NoError(t, err, "docker image inspect: %q", out)
-	require.Less(t, size, int64(50<<20), "the image must stay under 50 MB")
+	require.Less(t, size, int64(50_000_000), "the image must stay under 50 MB")
 	require.Equal(t, "65532:65532", user, "the image must not run as root")
 }
 
@@ -101,7 +102,7 @@ func startCompose(t *testing.T) *composeCluster {
 
 	c := &composeCluster{
 		t: t, project: "corraltest-" + hex.EncodeToString(r[:]), file: file, token: token,
-		apiAddr: map[int]string{},
+		apiAddr: map[int]string{}, single: map[int]*client.Client{},
 	}
 	c.env = append(os.Environ(),
 		"CORRAL_IMAGE="+composeImage,
@@ -223,7 +224,12 @@ func poll(t *testing.T, timeout time.Duration, what string, f func() error) {
 func (c *composeCluster) leaderOf(ctx context.Context, ids ...int) (uint64, error) {
 	var leader uint64
 	for _, id := range ids {
-		st, err := c.client(id).Cluster(ctx)
+		cl, ok := c.single[id]
+		if !ok { // one client per controller, so that polls reuse connections
+			cl = c.client(id)
+			c.single[id] = cl
+		}
+		st, err := cl.Cluster(ctx)
 		if err != nil {
 			return 0, fmt.Errorf("controller %d: %w", id, err)
 		}
