@@ -42,6 +42,10 @@ func certsCACommand() *cli.Command {
 			&cli.StringFlag{Name: "dir", EnvVars: envVars("dir"), Usage: "directory to write ca.pem and ca-key.pem to"},
 			&cli.StringFlag{Name: "cluster", EnvVars: envVars("cluster"),
 				Usage: "the cluster's name (lower-case letters, digits, '-'); empty picks a random one"},
+			// One-shot setup containers (deploy/compose) run on every start:
+			// they need a step that succeeds once the CA exists.
+			&cli.BoolFlag{Name: "if-missing", EnvVars: envVars("if-missing"),
+				Usage: "keep a CA --dir already holds (it must name --cluster, if given) instead of failing"},
 		},
 		Action: func(c *cli.Context) error {
 			if err := wantArgs(c, 0); err != nil {
@@ -50,6 +54,19 @@ func certsCACommand() *cli.Command {
 			dir := c.String("dir")
 			if dir == "" {
 				return errors.New("missing --dir: where to keep the CA, e.g. --dir /etc/corral/ca")
+			}
+			if c.Bool("if-missing") {
+				if _, err := os.Stat(filepath.Join(dir, transport.CAFile)); err == nil {
+					ca, err := transport.LoadCA(dir)
+					if err != nil {
+						return fmt.Errorf("--if-missing: %s holds a CA that cannot be used: %w; move it away to make a new one", dir, err)
+					}
+					if want := c.String("cluster"); want != "" && ca.Cluster != want {
+						return fmt.Errorf("--if-missing: the CA in %s names cluster %q, not --cluster %q; use another --dir or drop --cluster", dir, ca.Cluster, want)
+					}
+					_, err = fmt.Fprintf(c.App.Writer, "kept the CA of cluster %s already in %s\n", ca.Cluster, dir)
+					return err
+				}
 			}
 			if err := transport.CreateCA(dir, c.String("cluster")); err != nil {
 				return fmt.Errorf("make CA in %s: %w", dir, err)
