@@ -223,19 +223,53 @@ func (s *Server) aclEnabled() bool {
 	return s.token != nil || s.store.State().ACL().Bootstrapped
 }
 
+// aclCatchUpTimeout bounds the linearizable read a request waits for
+// while this controller has not yet caught up with the ACLs (aclCurrent).
+const aclCatchUpTimeout = 2 * time.Second
+
+// aclCurrent makes sure this controller's ACL state holds every ACL change
+// committed before it started, before it decides anything with it. Right
+// after a restart the state is the last snapshot and the log is still
+// being applied: a cluster bootstrapped after that snapshot would look
+// open (every caller management), and a token deleted after it would
+// still work. One linearizable read (ReadIndex) after start closes the
+// gap; until it succeeds, requests are refused with 503 not_ready.
+func (s *Server) aclCurrent(r *http.Request) error {
+	if s.aclCaughtUp.Load() {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), aclCatchUpTimeout)
+	defer cancel()
+	if err := s.store.LinearizableRead(ctx); err != nil {
+		return httpError(http.StatusServiceUnavailable, "not_ready",
+			"this controller is still catching up with the cluster's access control state (%v); retry shortly, or ask another controller", err)
+	}
+	s.aclCaughtUp.Store(true)
+	return nil
+}
+
 // identify resolves r's bearer token, or returns the 401 to answer.
+// Status routes (permAuthenticated: GET /v1/cluster, /v1/events, token
+// self) are judged on the local state even before it is known current
+// (aclCurrent), so that 'corral status' still answers on a controller cut
+// off since its start: they show counts and quorum state, no data.
 func (s *Server) identify(r *http.Request) (*metadata.ACLIdentity, error) {
+	got, hasBearer := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if s.token != nil && hasBearer && subtle.ConstantTimeCompare([]byte(got), s.token) == 1 {
+		return fileIdentity, nil // management whatever the replicated state says
+	}
+	if p, ok := routePerms[r.Pattern]; !ok || p.kind != permAuthenticated || r.Pattern == "/" {
+		if err := s.aclCurrent(r); err != nil {
+			return nil, err
+		}
+	}
 	ix := s.store.State().ACL()
 	if s.token == nil && !ix.Bootstrapped {
 		return anonymousIdentity, nil
 	}
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok || got == "" {
+	if !hasBearer || got == "" {
 		return nil, httpError(http.StatusUnauthorized, "unauthorized",
 			"missing API token: send Authorization: Bearer <token> (the CLI's --token or CORRAL_TOKEN)")
-	}
-	if s.token != nil && subtle.ConstantTimeCompare([]byte(got), s.token) == 1 {
-		return fileIdentity, nil
 	}
 	id := ix.Lookup(got)
 	if id == nil {

@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/corral-dev/corral/metadata"
@@ -243,6 +244,7 @@ type Server struct {
 	stopc        <-chan struct{}
 	browser      browserGuard // Host, Origin and client-header checks (browser.go)
 	routes       []string     // the patterns Handler registered (acl.go)
+	aclCaughtUp  atomic.Bool  // the ACL state is known current (acl.go, aclCurrent)
 	watchesBy    tokenCounts  // open watches per token (acl_limits.go)
 }
 
