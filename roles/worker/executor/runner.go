@@ -210,6 +210,10 @@ func (r *execRunner) supervise(s *execSup) execOutcome {
 		case <-r.wake:
 			if d, ok := r.relay(s, &out); ok {
 				force = time.After(d)
+			} else if force == nil && out.stopFailed != "" && r.closing() {
+				// Close must not wait forever for a task nothing can
+				// stop: give the supervisor up (next reports it failed).
+				force = time.After(r.e.cfg.LostGrace + time.Second)
 			}
 		case <-force:
 			r.e.log.Warn("executor: supervisor did not stop the task in time; killing it", "alloc", r.id)

@@ -3,6 +3,7 @@ package executor
 import (
 	"io"
 	"log/slog"
+	"os/exec"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -105,4 +106,58 @@ func TestRunner_StopFailureIsNeverReportedStopped(t *testing.T) {
 	require.False(t, r2.next(out2))
 	rs2 := reports2()
 	require.Equal(t, metadata.AllocStopped, rs2[len(rs2)-1].State)
+}
+
+// fakeSupervisor stands for `corral supervise` whose stop failed: it
+// says so and, like the real one, stays while its task would live.
+func fakeSupervisor(t *testing.T) *execSup {
+	t.Helper()
+	cmd := exec.Command("/bin/sh", "-c", `read line; echo "stopfailed cannot send terminated: operation not permitted; give the worker CAP_KILL"; exec sleep 300`)
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	return &execSup{cmd: cmd, stdin: stdin, events: execLines(stdout), stderr: &execTail{max: 2048}}
+}
+
+// A stop that failed keeps the runner waiting for the task (no forced end
+// that would read "stopped"), until the executor closes: then it gives the
+// supervisor up and the allocation is failed, never stopped.
+func TestRunner_StopFailureWaitsUntilClose(t *testing.T) {
+	e, reports := recordingExecutor(t)
+	e.cfg.RefreshEvery, e.cfg.LostGrace = time.Hour, 10*time.Millisecond
+	r := &execRunner{e: e, id: "a1", user: "nobody", wake: make(chan struct{}, 1), done: make(chan struct{}),
+		spec: Alloc{Task: metadata.Task{KillTimeout: metadata.Duration(10 * time.Millisecond)}}}
+	ended := make(chan execOutcome, 1)
+	go func() { ended <- r.supervise(fakeSupervisor(t)) }()
+
+	e.mu.Lock()
+	r.requestStopLocked()
+	e.mu.Unlock()
+	require.Eventually(t, func() bool { return len(reports()) == 1 }, 10*time.Second, 5*time.Millisecond)
+	require.Equal(t, metadata.AllocRunning, reports()[0].State)
+	// The old force timer (kill timeout + 2 s) would have ended it by
+	// now; the task still runs, so the runner still waits.
+	select {
+	case out := <-ended:
+		t.Fatalf("runner gave up a task it could not stop: %+v", out)
+	case <-time.After(2500 * time.Millisecond):
+	}
+
+	e.mu.Lock()
+	e.closed = true
+	r.wakeUp()
+	e.mu.Unlock()
+	var out execOutcome
+	select {
+	case out = <-ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close would wait forever for a task that cannot be stopped")
+	}
+	require.False(t, r.next(out))
+	rs := reports()
+	require.Equal(t, metadata.AllocFailed, rs[len(rs)-1].State)
+	require.Contains(t, rs[len(rs)-1].Message, "could not stop the task running as nobody")
 }
