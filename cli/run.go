@@ -37,6 +37,8 @@ func runCommand() *cli.Command {
 				Usage: "HOST:PORT to listen on for other controllers (QUIC); default: this node's --controllers entry"},
 			&cli.StringFlag{Name: "http-addr", EnvVars: envVars("http-addr"),
 				Usage: "HOST:PORT for the HTTP API, e.g. 127.0.0.1:8080"},
+			&cli.StringFlag{Name: "http-advertise-addr", EnvVars: envVars("http-advertise-addr"),
+				Usage: "HOST:PORT other machines and browsers reach this controller's API on, announced to the cluster instead of --http-addr (set it when --http-addr is 0.0.0.0:PORT or [::]:PORT), e.g. ctrl1.example.com:8080"},
 			&cli.StringFlag{Name: "controllers", EnvVars: envVars("controllers"),
 				Usage: "every controller as ID@HOST:PORT (cluster addresses), e.g. 1@10.0.0.1:7001,2@10.0.0.2:7001"},
 			&cli.StringFlag{Name: "join", EnvVars: envVars("join"),
@@ -58,7 +60,7 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "http-tls-key", EnvVars: envVars("http-tls-key"),
 				Usage: "PEM key of --http-tls-cert"},
 			&cli.StringFlag{Name: "http-allowed-hosts", EnvVars: envVars("http-allowed-hosts"),
-				Usage: "comma list of the Host names and IPs the API answers to, others get 421 (stops DNS rebinding); \"*\" allows any; default: the --http-addr host, localhost, 127.0.0.1, ::1 and the names in --http-tls-cert"},
+				Usage: "comma list of the Host names and IPs the API answers to, others get 421 (stops DNS rebinding); \"*\" allows any; default: the --http-addr and --http-advertise-addr hosts, localhost, 127.0.0.1, ::1 and the names in --http-tls-cert"},
 			&cli.StringFlag{Name: "metrics-addr", EnvVars: envVars("metrics-addr"),
 				Usage: "HOST:PORT to serve GET /metrics (and /healthz, /readyz) on instead of the API port, which then answers /metrics with 404"},
 			&cli.StringFlag{Name: "metrics-token-file", EnvVars: envVars("metrics-token-file"),
@@ -158,6 +160,7 @@ func controllerConfig(c *cli.Context) (roles.ControllerConfig, error) {
 	cfg.HTTPInsecure = c.Bool("http-insecure")
 	cfg.HTTPTLSCert, cfg.HTTPTLSKey = c.String("http-tls-cert"), c.String("http-tls-key")
 	cfg.HTTPAllowedHosts = splitList(c.String("http-allowed-hosts"))
+	cfg.HTTPAdvertiseAddr = c.String("http-advertise-addr") // checked by Validate
 	cfg.MetricsAddr = c.String("metrics-addr")
 	if cfg.MetricsAddr != "" {
 		if _, _, err := net.SplitHostPort(cfg.MetricsAddr); err != nil {

@@ -31,6 +31,12 @@ type Config struct {
 	ClusterAddr string
 	// HTTPAddr is the API address; empty disables the HTTP server.
 	HTTPAddr string
+	// HTTPAdvertiseAddr (--http-advertise-addr), when set, is the API
+	// address announced to the cluster instead of HTTPAddr: `controller
+	// list` and the dashboard hand it to clients and browsers, so it must
+	// be one they can reach, which a listen address like 0.0.0.0:8080 is
+	// not. Its host is also allowed as a Host name (browser.go).
+	HTTPAdvertiseAddr string
 	// Peers maps every initial voter's id (this node included) to its
 	// cluster address. It is used only to bootstrap an empty data dir and
 	// to find peers; the membership itself lives in the log.
@@ -212,6 +218,9 @@ func (c *Config) Validate() error {
 	if err := c.checkMetrics(); err != nil {
 		return err
 	}
+	if err := c.checkHTTPAdvertise(); err != nil {
+		return err
+	}
 	if (c.HTTPTLSCert == "") != (c.HTTPTLSKey == "") {
 		return errors.New("--http-tls-cert and --http-tls-key go together: give both (e.g. the node's node.pem and node-key.pem) or neither")
 	}
@@ -306,4 +315,47 @@ func (c *Config) checkMetrics() error {
 		}
 	}
 	return nil
+}
+
+// checkHTTPAdvertise refuses an --http-advertise-addr other machines could
+// not use: it is handed as is to clients and browsers.
+func (c *Config) checkHTTPAdvertise() error {
+	if c.HTTPAdvertiseAddr == "" {
+		return nil
+	}
+	if c.HTTPAddr == "" {
+		return errors.New("--http-advertise-addr needs --http-addr: there is no API to advertise")
+	}
+	host, port, err := net.SplitHostPort(c.HTTPAdvertiseAddr)
+	if err != nil {
+		return fmt.Errorf("bad --http-advertise-addr %q: want HOST:PORT other machines reach this API on, e.g. ctrl1.example.com:8080: %v",
+			c.HTTPAdvertiseAddr, err)
+	}
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil || n == 0 {
+		return fmt.Errorf("bad --http-advertise-addr %q: the port must be a number from 1 to 65535, e.g. ctrl1.example.com:8080", c.HTTPAdvertiseAddr)
+	}
+	if unspecifiedHost(host) {
+		return fmt.Errorf("bad --http-advertise-addr %q: %q is no address to reach; give this machine's name or IP, e.g. ctrl1.example.com:%s",
+			c.HTTPAdvertiseAddr, host, port)
+	}
+	return nil
+}
+
+// unspecifiedHost reports whether host means "every interface" (empty,
+// 0.0.0.0, ::): fine to listen on, useless to connect to.
+func unspecifiedHost(host string) bool {
+	ip := net.ParseIP(host)
+	return host == "" || (ip != nil && ip.IsUnspecified())
+}
+
+// announcedHTTPAddr is the API address this controller records in the
+// member list: HTTPAdvertiseAddr when set, else listen (the bound
+// address). unreachable says that listen's host is unspecified, so
+// nobody else can use the announced address (the caller warns).
+func (c *Config) announcedHTTPAddr(listen string) (addr string, unreachable bool) {
+	if c.HTTPAdvertiseAddr != "" {
+		return c.HTTPAdvertiseAddr, false
+	}
+	host, _, err := net.SplitHostPort(listen)
+	return listen, err == nil && unspecifiedHost(host)
 }

@@ -104,7 +104,7 @@ func Start(cfg Config) (*Controller, error) {
 		}
 	}
 	c.api = api.New(api.Config{
-		NodeID: cfg.NodeID, HTTPAddr: cfg.HTTPAddr, APITokenFile: cfg.APITokenFile, HTTPInsecure: cfg.HTTPInsecure,
+		NodeID: cfg.NodeID, HTTPAddr: cfg.HTTPAddr, AdvertiseAddr: cfg.HTTPAdvertiseAddr, APITokenFile: cfg.APITokenFile, HTTPInsecure: cfg.HTTPInsecure,
 		AllowedHosts: cfg.HTTPAllowedHosts,
 		MetricsAddr:  cfg.MetricsAddr, MetricsTokenFile: cfg.MetricsTokenFile,
 		EnablePprof: cfg.EnablePprof, RequestTimeout: cfg.RequestTimeout, TickInterval: cfg.TickInterval,
@@ -123,7 +123,13 @@ func Start(cfg Config) (*Controller, error) {
 			c.Close()
 			return nil, err
 		}
-		go r.AnnounceHTTP(c.HTTPAddr())
+		addr, unreachable := cfg.announcedHTTPAddr(c.HTTPAddr())
+		if unreachable {
+			c.log.Warn("the API listens on every interface and announces that address, which other controllers, "+
+				"'corral controller list' and the dashboard cannot use to reach this one; "+
+				"set --http-advertise-addr HOST:PORT to an address they can reach", "http_addr", addr)
+		}
+		go r.AnnounceHTTP(addr)
 	} else if cfg.PeerHTTPListener != nil {
 		_ = cfg.PeerHTTPListener.Close() // no API to serve peers
 	}

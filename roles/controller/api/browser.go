@@ -106,6 +106,9 @@ func (g *browserGuard) init(s *Server) {
 		list := s.cfg.AllowedHosts
 		if len(list) == 0 {
 			list = DefaultAllowedHosts(s.cfg.HTTPAddr)
+			if host, _, err := net.SplitHostPort(s.cfg.AdvertiseAddr); err == nil {
+				list = append(list, host) // where the dashboard sends browsers
+			}
 			g.byCert = s.cfg.TLS != nil
 		}
 		for _, h := range list {
@@ -121,7 +124,8 @@ func (g *browserGuard) init(s *Server) {
 }
 
 // DefaultAllowedHosts is the Host allow-list when --http-allowed-hosts is
-// not set: localhost, 127.0.0.1, ::1 and the host of the listen address;
+// not set (with the --http-advertise-addr host, added by the caller):
+// localhost, 127.0.0.1, ::1 and the host of the listen address;
 // for an unspecified listen address (0.0.0.0, ::) this machine's name and
 // interface addresses instead. The HTTPS certificate's names are allowed
 // too (checked per request, so a reloaded certificate counts).

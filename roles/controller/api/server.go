@@ -172,6 +172,10 @@ type Config struct {
 	NodeID uint64
 	// HTTPAddr is where to listen, e.g. 127.0.0.1:8080.
 	HTTPAddr string
+	// AdvertiseAddr, when set, is the address announced to the cluster
+	// (--http-advertise-addr): browsers are sent there, so its host joins
+	// the default AllowedHosts.
+	AdvertiseAddr string
 	// APITokenFile holds the bearer token every request but the probes,
 	// metrics and static dashboard files must carry.
 	APITokenFile string

@@ -33,6 +33,7 @@ type execRunner struct {
 	stopReq   bool // sticky: a stopped allocation is never started again
 	killed    bool
 	running   bool
+	stopFail  bool // a stop of the current task failed: logged once
 	terminal  bool
 	inSet     bool // in the last desired set
 	logsGone  bool
@@ -63,6 +64,10 @@ type execOutcome struct {
 	code    int
 	failure string // the task could not start
 	lost    string // the supervisor killed the task on its own
+	// stopFailed: the supervisor could not signal the task, which was
+	// still running then; exited says whether its exit came after all.
+	stopFailed string
+	exited     bool
 }
 
 // isolate decides, before anything runs, the user the task runs as and
@@ -193,6 +198,11 @@ func (r *execRunner) supervise(s *execSup) execOutcome {
 				continue
 			}
 			exited = r.event(line, &out) || exited
+			if out.stopFailed != "" && !r.closing() {
+				// The supervisor still owns the task and will report its
+				// exit; killing the supervisor would only orphan the task.
+				force = nil
+			}
 		case <-tick.C:
 			if r.e.cfg.MayRefresh == nil || r.e.cfg.MayRefresh() {
 				s.send(SupRefresh)
@@ -200,6 +210,10 @@ func (r *execRunner) supervise(s *execSup) execOutcome {
 		case <-r.wake:
 			if d, ok := r.relay(s, &out); ok {
 				force = time.After(d)
+			} else if force == nil && out.stopFailed != "" && r.closing() {
+				// Close must not wait forever for a task nothing can
+				// stop: give the supervisor up (next reports it failed).
+				force = time.After(r.e.cfg.LostGrace + time.Second)
 			}
 		case <-force:
 			r.e.log.Warn("executor: supervisor did not stop the task in time; killing it", "alloc", r.id)
@@ -209,6 +223,7 @@ func (r *execRunner) supervise(s *execSup) execOutcome {
 	}
 	err := s.cmd.Wait()
 	r.setRunning(false)
+	out.exited = exited
 	if !exited && out.failure == "" {
 		out.failure = fmt.Sprintf("supervisor ended without an exit code: %v%s", err, s.stderr.suffix())
 	}
@@ -257,17 +272,56 @@ func (r *execRunner) event(line string, out *execOutcome) bool {
 		out.failure = arg
 	case SupEvLost:
 		out.lost = arg
+	case SupEvStopFailed:
+		out.stopFailed = arg
+		r.stopFailed(arg)
 	default:
 		r.e.log.Debug("executor: unknown supervisor line", "alloc", r.id, "line", line)
 	}
 	return false
 }
 
+// stopFailed tells, once per task, that it could not be stopped: the
+// allocation stays running (it is) with the reason and what to do.
+func (r *execRunner) stopFailed(reason string) {
+	r.e.mu.Lock()
+	first := !r.stopFail
+	r.stopFail = true
+	r.e.mu.Unlock()
+	if !first {
+		return
+	}
+	r.e.log.Error("executor: cannot stop a task; it keeps running", "alloc", r.id, "job", r.spec.Job, "user", r.user, "err", reason)
+	r.report(metadata.AllocRunning, 0, r.stopFailedMessage(reason))
+}
+
+func (r *execRunner) stopFailedMessage(reason string) string {
+	return fmt.Sprintf("could not stop the task running as %s, it is still running: %s", r.user, reason)
+}
+
+// closing reports whether the executor is closing or killed this
+// allocation: then nothing waits for a task that cannot be stopped.
+func (r *execRunner) closing() bool {
+	r.e.mu.Lock()
+	defer r.e.mu.Unlock()
+	return r.e.closed || r.killed
+}
+
 // next acts on how a run ended and reports whether to run again.
 func (r *execRunner) next(out execOutcome) bool {
-	switch out.cause {
-	case execReqKill:
+	r.e.mu.Lock()
+	r.stopFail = false // a new task, if any, has its own stops
+	r.e.mu.Unlock()
+	switch {
+	case out.cause == execReqKill:
 		return false
+	case out.stopFailed != "" && !out.exited:
+		// The supervisor was given up on while the task still ran: it
+		// may run on, so the allocation must not read "stopped".
+		r.finish(metadata.AllocFailed, -1, r.stopFailedMessage(out.stopFailed))
+		return false
+	}
+	switch out.cause {
 	case execReqStop:
 		r.finish(metadata.AllocStopped, out.code, "stopped by request")
 		return false

@@ -50,6 +50,11 @@ type SupervisorConfig struct {
 	// supplementary groups); the supervisor itself stays the worker's user,
 	// so the task cannot touch its logs or its cgroup.
 	Credential *syscall.Credential
+	// Signal sends sig to pid (negative: a process group); nil is
+	// syscall.Kill. Tests inject failures through it: a kill that fails
+	// (a worker without CAP_KILL signalling another user's task) must be
+	// reported, never taken for a stop.
+	Signal func(pid int, sig syscall.Signal) error
 }
 
 // Supervisor protocol. The worker writes one command per line to the
@@ -61,6 +66,9 @@ const (
 	SupEvExited  = "exited"  // "exited CODE" (-1 for a signal) then the supervisor exits
 	SupEvFailed  = "failed"  // "failed REASON": the task could not start
 	SupEvLost    = "lost"    // "lost REASON": supervision lost, task killed
+	// "stopfailed REASON": the task could not be signalled and still runs;
+	// the supervisor keeps waiting for it and still reports its exit.
+	SupEvStopFailed = "stopfailed"
 )
 
 // Supervise runs the task and polices it until it exits. It returns the
@@ -157,11 +165,16 @@ func readCommands(in io.Reader) <-chan string {
 }
 
 // police waits for the task to exit, killing it on a stop request, on lost
-// supervision (EOF or no refresh) or when ctx ends.
+// supervision (EOF or no refresh) or when ctx ends. When the task cannot be
+// killed it says so and keeps waiting: reporting an exit, or leaving, while
+// the task runs on would tell the worker it stopped.
 func police(ctx context.Context, cfg SupervisorConfig, cmd *exec.Cmd, cmds <-chan string, exited <-chan error, out io.Writer) int {
 	deadline := time.NewTimer(cfg.RefreshTimeout)
 	defer deadline.Stop()
+	done := ctx.Done()
 	for {
+		var code int
+		var err error
 		select {
 		case err := <-exited:
 			return exitCode(err)
@@ -169,39 +182,79 @@ func police(ctx context.Context, cfg SupervisorConfig, cmd *exec.Cmd, cmds <-cha
 			switch {
 			case !ok:
 				fmt.Fprintf(out, "%s worker connection closed\n", SupEvLost)
-				return stopGroup(cmd, cfg.LostGrace, exited)
+				cmds, done = nil, nil // nobody left to obey: this was the last try
+				deadline.Stop()
+				code, err = stopGroup(cfg, cmd, cfg.LostGrace, exited)
 			case line == SupStop:
-				return stopGroup(cmd, cfg.KillTimeout, exited)
+				code, err = stopGroup(cfg, cmd, cfg.KillTimeout, exited)
 			case line == SupRefresh:
 				if !deadline.Stop() {
-					<-deadline.C
+					select {
+					case <-deadline.C:
+					default: // already drained by a lost-supervision stop
+					}
 				}
 				deadline.Reset(cfg.RefreshTimeout)
+				continue
+			default:
+				continue
 			}
 		case <-deadline.C:
 			fmt.Fprintf(out, "%s no refresh from the worker for %v\n", SupEvLost, cfg.RefreshTimeout)
-			return stopGroup(cmd, cfg.LostGrace, exited)
-		case <-ctx.Done():
-			return stopGroup(cmd, cfg.LostGrace, exited)
+			code, err = stopGroup(cfg, cmd, cfg.LostGrace, exited)
+		case <-done:
+			done = nil
+			code, err = stopGroup(cfg, cmd, cfg.LostGrace, exited)
 		}
+		if err == nil {
+			return code
+		}
+		fmt.Fprintf(out, "%s %v\n", SupEvStopFailed, err)
 	}
 }
 
 // stopGroup sends SIGTERM to the task's process group, then SIGKILL after
-// grace, and returns the exit code once the task is gone.
-func stopGroup(cmd *exec.Cmd, grace time.Duration, exited <-chan error) int {
+// grace, and returns the exit code once the task is gone. It returns an
+// error, without waiting, when the group cannot be signalled.
+func stopGroup(cfg SupervisorConfig, cmd *exec.Cmd, grace time.Duration, exited <-chan error) (int, error) {
+	signal := cfg.Signal
+	if signal == nil {
+		signal = syscall.Kill
+	}
 	pgid := cmd.Process.Pid
-	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	if err := groupSignal(signal, pgid, syscall.SIGTERM); err != nil {
+		// SIGKILL needs the same permission, but try it before giving up.
+		if kerr := groupSignal(signal, pgid, syscall.SIGKILL); kerr != nil {
+			return 0, kerr
+		}
+		return exitCode(<-exited), nil
+	}
 	t := time.NewTimer(grace)
 	defer t.Stop()
 	select {
 	case err := <-exited:
-		_ = syscall.Kill(-pgid, syscall.SIGKILL) // children that ignored SIGTERM
-		return exitCode(err)
+		_ = groupSignal(signal, pgid, syscall.SIGKILL) // children that ignored SIGTERM
+		return exitCode(err), nil
 	case <-t.C:
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		return exitCode(<-exited)
+		if err := groupSignal(signal, pgid, syscall.SIGKILL); err != nil {
+			return 0, err
+		}
+		return exitCode(<-exited), nil
 	}
+}
+
+// groupSignal signals the process group pgid; a group already gone is no
+// error (the task is exiting on its own).
+func groupSignal(signal func(int, syscall.Signal) error, pgid int, sig syscall.Signal) error {
+	err := signal(-pgid, sig)
+	switch {
+	case err == nil, errors.Is(err, syscall.ESRCH):
+		return nil
+	case errors.Is(err, syscall.EPERM):
+		return fmt.Errorf("cannot send %v to the task's process group %d: %w; the worker lacks permission to signal "+
+			"the task's user: give the worker CAP_KILL or run it as root, and kill the task by hand", sig, pgid, err)
+	}
+	return fmt.Errorf("cannot send %v to the task's process group %d: %w", sig, pgid, err)
 }
 
 func exitCode(err error) int {

@@ -3,7 +3,7 @@
 // subscriptions that end when the user leaves the page.
 import {getToken, loadSelf, setToken, whoami} from './api.js';
 import {onHandoff, takeHandoff} from './conn.js';
-import {h, msg, replace, setBanner} from './dom.js';
+import {h, msg, replace, setBanner, tzLabel} from './dom.js';
 import {exportLog, restoreLog, startHistory} from './history.js';
 import {onSummary, restart, start} from './live.js';
 import overview from './pages/overview.js';
@@ -173,6 +173,7 @@ function main() {
     if (carried.leaderLog) restoreLog(carried.leaderLog);
   }
   onHandoff(() => ({token: getToken(), leaderLog: exportLog()}));
+  document.getElementById('hdr-tz').textContent = `times in ${tzLabel()}`;
   tokenForm();
   startHistory();
   onSummary(header);

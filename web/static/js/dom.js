@@ -58,13 +58,42 @@ export function fmtMS(ms) {
   return `${(ms / 3600000).toFixed(1)} h`;
 }
 
-// fmtTime shows an RFC 3339 time as local time plus its age.
+const pad2 = (n) => String(n).padStart(2, '0');
+
+// fmtDate shows a time (RFC 3339 text, a Date or epoch ms) as local
+// "YYYY-MM-DD HH:MM:SS": the browser's locale format (a US one reads
+// 12/1/2026, 7:20:31 PM) is ambiguous to half the world and sorts badly.
+// The zone is shown once, in the header (tzLabel).
+export function fmtDate(s) {
+  if (s === null || s === undefined || s === '') return '–';
+  const t = new Date(s);
+  if (Number.isNaN(t.getTime())) return String(s);
+  return `${t.getFullYear()}-${pad2(t.getMonth() + 1)}-${pad2(t.getDate())} ` +
+    `${pad2(t.getHours())}:${pad2(t.getMinutes())}:${pad2(t.getSeconds())}`;
+}
+
+// tzLabel names the local zone fmtDate's times are in, as a UTC offset
+// ("UTC+01:00"), with its name when the browser knows it.
+export function tzLabel(now = new Date()) {
+  const off = -now.getTimezoneOffset();
+  const abs = Math.abs(off);
+  const utc = `UTC${off < 0 ? '−' : '+'}${pad2(Math.floor(abs / 60))}:${pad2(abs % 60)}`;
+  let name = '';
+  try {
+    name = Intl.DateTimeFormat().resolvedOptions().timeZone || '';
+  } catch {
+    name = '';
+  }
+  return name && name !== 'UTC' ? `${utc}, ${name}` : utc;
+}
+
+// fmtTime shows an RFC 3339 time as local time (fmtDate) plus its age.
 export function fmtTime(s) {
   if (!s) return '–';
   const t = new Date(s);
   if (Number.isNaN(t.getTime())) return String(s);
   const age = Date.now() - t.getTime();
-  return `${t.toLocaleString()} (${age >= 0 ? fmtMS(age) + ' ago' : 'in ' + fmtMS(-age)})`;
+  return `${fmtDate(t)} (${age >= 0 ? fmtMS(age) + ' ago' : 'in ' + fmtMS(-age)})`;
 }
 
 export function fmtCPU(m) {
@@ -97,7 +126,7 @@ export function keyedTable({caption, columns, key, cells, empty = 'Nothing to sh
   const tbody = h('tbody');
   const table = h('table', {id},
     caption ? h('caption', {}, caption) : null,
-    h('thead', {}, h('tr', {}, columns.map((c) => h('th', {scope: 'col', class: c.num ? 'num' : c.cls}, c.title)))),
+    h('thead', {}, h('tr', {}, columns.map((c) => h('th', {scope: 'col', class: c.num ? 'num' : c.cls, title: c.tip}, c.title)))),
     tbody);
   const el = h('div', {class: 'table-wrap'}, table);
   let rows = new Map();

@@ -1,12 +1,18 @@
 // Jobs and allocations: list, job page, allocation page with its history
 // and a live log viewer, and the actions submit, stop and restart.
 import {APIError, authHeaders, can, del, describe, enc, gate, get, optional, post} from '../api.js';
-import {confirmDialog, dl, fmtNum, fmtTime, h, keyedTable, msg, pill, replace} from '../dom.js';
+import {confirmDialog, dl, fmtDate, fmtNum, fmtTime, h, keyedTable, msg, pill, replace} from '../dom.js';
 
 const NO_JOBS = 'This controller has no jobs API yet (GET /v1/jobs is not a route here).';
 
-const EXAMPLE = `{
-  "name": "hello",
+// example is a job spec to start from. Its name is new every time: a
+// spec submitted as it is must never replace a job the user already runs
+// (the README's is "hello"), since a submission with an existing name
+// updates that job.
+function example() {
+  const suffix = Math.random().toString(36).slice(2, 8).padEnd(6, '0');
+  return `{
+  "name": "example-${suffix}",
   "type": "service",
   "count": 2,
   "task": {
@@ -15,6 +21,16 @@ const EXAMPLE = `{
     "resources": {"cpu_millis": 100, "memory_mb": 64}
   }
 }`;
+}
+
+const PLACEHOLDER = `{
+  "name": "my-job",
+  "type": "service",
+  "count": 1,
+  "task": {"command": "/path/to/program", "args": []}
+}
+
+Or YAML. "Load example" fills in a complete spec.`;
 
 // allocTable lists allocations; withJob adds the job column.
 export function allocTable(id, withJob = true) {
@@ -34,7 +50,7 @@ export function allocTable(id, withJob = true) {
         a.worker ? h('a', {href: `#/workers/${enc(a.worker)}`, class: 'mono'}, a.worker) : '–',
         pill(a.state), a.desired || '–', fmtNum(a.epoch), fmtNum(a.restarts),
         a.exit_code === null || a.exit_code === undefined ? '–' : String(a.exit_code),
-        a.started_at ? new Date(a.started_at).toLocaleString() : '–',
+        fmtDate(a.started_at),
         a.message || '');
       return c;
     },
@@ -58,11 +74,19 @@ function lineOf(text, field) {
 }
 
 function submitForm(onDone) {
-  const area = h('textarea', {id: 'job-spec', rows: 14, spellcheck: 'false', 'aria-describedby': 'job-spec-help job-errors'}, EXAMPLE);
+  // Empty with a placeholder: a pre-filled spec was submitted by a
+  // single click, replacing whatever job had its name.
+  const area = h('textarea', {id: 'job-spec', rows: 14, spellcheck: 'false', placeholder: PLACEHOLDER,
+    'aria-describedby': 'job-spec-help job-errors'});
   const errors = h('div', {id: 'job-errors', 'aria-live': 'polite'});
   const form = h('form', {id: 'job-submit', onsubmit: async (e) => {
     e.preventDefault();
     const text = area.value;
+    if (!text.trim()) {
+      replace(errors, msg('error', 'The job spec is empty: write one, or press "Load example" and edit it.'));
+      area.focus();
+      return;
+    }
     replace(errors, msg('note', 'Submitting…'));
     try {
       const r = await post('/v1/jobs', text, {contentType: text.trim().startsWith('{') ? 'application/json' : 'application/yaml'});
@@ -85,14 +109,23 @@ function submitForm(onDone) {
   h('label', {for: 'job-spec'}, 'Job spec (JSON or YAML)'),
   h('p', {id: 'job-spec-help', class: 'muted small'}, 'Submitting a spec with the name of an existing job updates it.'),
   area, errors,
-  h('div', {class: 'actions'}, h('button', {type: 'submit', class: 'primary'}, 'Submit job')));
+  h('div', {class: 'actions'}, h('button', {type: 'submit', class: 'primary'}, 'Submit job'),
+    h('button', {type: 'button', id: 'job-example', onclick: async () => {
+      if (area.value.trim() && !await confirmDialog('Replace the spec?',
+        'The spec in the form is replaced by an example job with a new name.', 'Replace')) return;
+      area.value = example();
+      area.removeAttribute('aria-invalid');
+      replace(errors);
+      area.focus();
+    }}, 'Load example')));
   area.addEventListener('input', () => area.removeAttribute('aria-invalid'));
   return form;
 }
 
 async function stopJob(name, status, done) {
   const ok = await confirmDialog(`Stop job ${name}?`,
-    `Every allocation of ${name} is stopped and the job is removed. Submit its spec again to start it anew.`, `Stop ${name}`);
+    `Every allocation of ${name} is stopped (SIGTERM, then SIGKILL after its kill_timeout). The job stays listed, ` +
+    'as stopping and then stopped, with its spec and history; submit its spec again to start it anew.', `Stop ${name}`);
   if (!ok) return;
   try {
     await del(`/v1/jobs/${enc(name)}`);

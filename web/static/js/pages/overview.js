@@ -1,6 +1,6 @@
 // Overview: the cluster at a glance, updated by every summary event.
 import {chart} from '../chart.js';
-import {card, dl, fmtMS, fmtNum, h, keyedTable, pill, replace} from '../dom.js';
+import {card, dl, fmtDate, fmtMS, fmtNum, h, keyedTable, pill, replace} from '../dom.js';
 import {leaderChanges, series} from '../history.js';
 
 const WORKER_STATES = ['alive', 'suspect', 'fenced', 'draining', 'left'];
@@ -87,7 +87,7 @@ export default {
         h('div', {class: 'big', id: 'ov-changes'}, String(log.length)),
         h('div', {class: 'muted small'}, server.length ? `seen by controller ${s.node_id}` : 'seen by this page'),
         log.length ? h('ul', {class: 'small'}, log.slice(-4).reverse().map((e) =>
-          h('li', {}, `${new Date(e.at).toLocaleTimeString()}: ${e.from} → ${e.to} (term ${e.term})`))) : null,
+          h('li', {}, `${fmtDate(e.at)}: ${e.from} → ${e.to} (term ${e.term})`))) : null,
         metric ? h('div', {class: 'muted small'}, `Since each process started (corral_raft_leader_changes_total): ${metric}`) : null);
       const counts = s.allocations || {};
       const states = Object.keys(counts).sort();

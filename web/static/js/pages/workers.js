@@ -9,11 +9,18 @@ function labels(l) {
   return ks.length ? h('div', {class: 'labels'}, ks.map((k) => h('span', {class: 'pill mono'}, `${k}=${l[k]}`))) : '–';
 }
 
+// load is the host's load from the worker's last heartbeat: the whole
+// machine's CPU and memory in use (roles/worker/load.go), not what this
+// worker's allocations use, then the tasks it runs.
 function load(w) {
   if (!w.load) return h('span', {class: 'muted'}, 'unknown');
   const l = w.load;
-  return `${fmtCPU(l.cpu_millicores)}, ${fmtMem(l.memory_mb)}, ${l.running_tasks} running`;
+  const tasks = `${l.running_tasks} ${l.running_tasks === 1 ? 'task' : 'tasks'} running`;
+  return `${fmtCPU(l.cpu_millicores)}, ${fmtMem(l.memory_mb)} in use; ${tasks}`;
 }
+
+const LOAD_TIP = "The machine's CPU and memory in use, everything on it counted (not only this worker's allocations), " +
+  'from its last heartbeat; then the number of tasks this worker runs.';
 
 function capacity(w) {
   return `${fmtCPU(w.capacity.cpu_millicores)}, ${fmtMem(w.capacity.memory_mb)}`;
@@ -61,7 +68,7 @@ export const workerList = {
     const table = keyedTable({
       id: 'workers',
       columns: [{title: 'ID'}, {title: 'State'}, {title: 'Epoch', num: true}, {title: 'Labels'},
-        {title: 'Capacity'}, {title: 'Load (CPU, memory, allocations)'}, {title: 'Heartbeat age', num: true},
+        {title: 'Capacity'}, {title: 'Host load (CPU, memory), tasks', tip: LOAD_TIP}, {title: 'Heartbeat age', num: true},
         {title: 'Actions'}],
       key: (w) => w.id,
       empty: 'No worker has registered yet.',
@@ -115,7 +122,7 @@ export const workerPage = {
           ['Addresses', (w.addresses || []).join(', ') || '–'],
           ['Labels', labels(w.labels)],
           ['Capacity', capacity(w)],
-          ['Load', load(w)],
+          [h('span', {title: LOAD_TIP}, 'Host load'), load(w)],
           ['Heartbeat age', w.last_heartbeat_age_ms === null ? '–' : fmtMS(w.last_heartbeat_age_ms)],
           ['Registered', fmtTime(w.registered_at)],
           ['State changed', fmtTime(w.state_changed_at)],
