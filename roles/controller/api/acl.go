@@ -233,7 +233,8 @@ const aclCatchUpTimeout = 2 * time.Second
 // being applied: a cluster bootstrapped after that snapshot would look
 // open (every caller management), and a token deleted after it would
 // still work. One linearizable read (ReadIndex) after start closes the
-// gap; until it succeeds, requests are refused with 503 not_ready.
+// gap; until it succeeds, requests are refused with the read's error
+// (503 no_leader or timeout).
 func (s *Server) aclCurrent(r *http.Request) error {
 	if s.aclCaughtUp.Load() {
 		return nil
@@ -241,8 +242,11 @@ func (s *Server) aclCurrent(r *http.Request) error {
 	ctx, cancel := context.WithTimeout(r.Context(), aclCatchUpTimeout)
 	defer cancel()
 	if err := s.store.LinearizableRead(ctx); err != nil {
-		return httpError(http.StatusServiceUnavailable, "not_ready",
-			"this controller is still catching up with the cluster's access control state (%v); retry shortly, or ask another controller", err)
+		// Keep the read's own status and code (no_leader, timeout): they
+		// say what is wrong and whether to retry.
+		ae := *errorFor(err)
+		ae.Message = "this controller has not yet caught up with the cluster's access control state: " + ae.Message
+		return &ae
 	}
 	s.aclCaughtUp.Store(true)
 	return nil

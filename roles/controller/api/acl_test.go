@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/corral-dev/corral/roles/controller/fault"
 )
 
 // TestRoutePerms_CoverEveryRoute fails when a route is added without a
@@ -302,9 +304,9 @@ func TestACL_WaitsForCatchUpAfterStart(t *testing.T) {
 	f := newFixture(t)
 	f.srv.aclCaughtUp.Store(false)
 	f.store.mu.Lock()
-	f.store.err = errors.New("no leader yet")
+	f.store.err = fault.ErrNoLeader
 	f.store.mu.Unlock()
-	requireAnswer(t, f.do("GET", "/v1/kv/a?consistency=serializable", ""), http.StatusServiceUnavailable, "not_ready")
+	requireAnswer(t, f.do("GET", "/v1/kv/a?consistency=serializable", ""), http.StatusServiceUnavailable, "no_leader")
 	require.Equal(t, http.StatusOK, f.do("GET", "/healthz", "").Code, "probes stay open")
 	require.Equal(t, http.StatusOK, f.do("GET", "/v1/cluster", "").Code, "status answers on a controller cut off since start")
 	f.store.mu.Lock()
