@@ -3,7 +3,6 @@ package jute_test
 import (
 	"bytes"
 	"errors"
-	"io"
 	"net"
 	"sync"
 	"testing"
@@ -59,40 +58,47 @@ func startFakeZK(t *testing.T, sessionID int64, passwd []byte) *fakeZK {
 
 func (s *fakeZK) addr() string { return s.ln.Addr().String() }
 
-func (s *fakeZK) serve(sessionID int64, passwd []byte) {
-	fail := func(err error) {
-		select {
-		case s.errs <- err:
-		default:
-		}
+func (s *fakeZK) fail(err error) {
+	select {
+	case s.errs <- err:
+	default:
 	}
-	c, err := s.ln.Accept()
-	if err != nil {
-		fail(err)
-		return
-	}
-	s.mu.Lock()
-	s.conn = c
-	s.mu.Unlock()
-	fr := jute.NewFrameReader(c, 0)
+}
 
+// serve handles connections one after another, so a client that lost its
+// connection can come back (with its session) to the same server.
+func (s *fakeZK) serve(sessionID int64, passwd []byte) {
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			return // the listener closed at the end of the test
+		}
+		s.mu.Lock()
+		s.conn = c
+		s.mu.Unlock()
+		s.serveConn(c, sessionID, passwd)
+	}
+}
+
+func (s *fakeZK) serveConn(c net.Conn, sessionID int64, passwd []byte) {
+	fr := jute.NewFrameReader(c, 0)
 	p, err := fr.ReadPrefix()
 	if err != nil {
-		fail(err)
+		s.fail(err)
 		return
 	}
 	if w, ok := jute.FourLetterWord(p); ok {
-		fail(errors.New("client sent four-letter word " + w))
+		s.fail(errors.New("client sent four-letter word " + w))
 		return
 	}
 	body, err := fr.ReadBody(p)
 	if err != nil {
-		fail(err)
+		s.fail(err)
 		return
 	}
 	var cr jute.ConnectRequest
 	if err := jute.Decode(body, &cr); err != nil {
-		fail(err)
+		s.fail(err)
 		return
 	}
 	s.connReq <- cr
@@ -102,22 +108,45 @@ func (s *fakeZK) serve(sessionID int64, passwd []byte) {
 	for {
 		frame, err := fr.ReadFrame()
 		if err != nil {
-			if err != io.EOF {
-				fail(err)
-			}
+			// The client closed, or the test dropped the connection; a
+			// test waiting for a request notices by its deadline.
 			return
 		}
 		req, err := jute.DecodeRequest(bytes.Clone(frame))
 		if err != nil {
-			fail(err)
+			s.fail(err)
 			return
 		}
 		if req.Header.Type == jute.OpPing {
-			s.reply(req, jute.CodeOK, nil)
+			s.mu.Lock()
+			h := &jute.ReplyHeader{Xid: req.Header.Xid, Zxid: s.zxid}
+			s.mu.Unlock()
+			s.write(h)
 			continue
 		}
 		s.reqs <- req
 	}
+}
+
+// drop closes the client's connection, as a crashed server would.
+func (s *fakeZK) drop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.conn.Close()
+}
+
+// connected returns the next ConnectRequest the server received.
+func (s *fakeZK) connected() jute.ConnectRequest {
+	s.t.Helper()
+	select {
+	case cr := <-s.connReq:
+		return cr
+	case err := <-s.errs:
+		s.t.Fatalf("fake server: %v", err)
+	case <-time.After(waitFor):
+		s.t.Fatal("no connect request")
+	}
+	return jute.ConnectRequest{}
 }
 
 func (s *fakeZK) write(records ...jute.Record) {
@@ -125,10 +154,7 @@ func (s *fakeZK) write(records ...jute.Record) {
 	defer s.mu.Unlock()
 	_ = s.conn.SetWriteDeadline(time.Now().Add(waitFor))
 	if _, err := s.conn.Write(jute.AppendFrame(nil, records...)); err != nil {
-		select {
-		case s.errs <- err:
-		default:
-		}
+		s.fail(err)
 	}
 }
 
@@ -187,7 +213,10 @@ func (quiet) Printf(string, ...interface{}) {}
 
 func connect(t *testing.T, s *fakeZK) *zk.Conn {
 	t.Helper()
-	conn, _, err := zk.Connect([]string{s.addr()}, 30*time.Second, zk.WithLogger(quiet{}))
+	// The address twice: go-zookeeper waits a second before it retries a
+	// list it has been through, and this spares a reconnect one such wait
+	// (the client still takes about a second to come back).
+	conn, _, err := zk.Connect([]string{s.addr(), s.addr()}, 30*time.Second, zk.WithLogger(quiet{}))
 	require.NoError(t, err)
 	t.Cleanup(conn.Close)
 	return conn
@@ -217,14 +246,7 @@ func TestGoZookeeperClient(t *testing.T) {
 		p, err := conn.Create("/app/lock-", []byte("hello"), zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
 		return created{p, err}
 	})
-	var cr jute.ConnectRequest
-	select {
-	case cr = <-s.connReq:
-	case err := <-s.errs:
-		t.Fatal(err)
-	case <-time.After(waitFor):
-		t.Fatal("no connect request")
-	}
+	cr := s.connected()
 	require.Equal(t, int32(jute.ProtocolVersion), cr.ProtocolVersion)
 	require.Equal(t, int32(30000), cr.TimeOut)
 	require.Zero(t, cr.SessionID)
@@ -446,6 +468,62 @@ func TestGoZookeeperClient(t *testing.T) {
 	require.Equal(t, &jute.Empty{}, req.Body)
 	s.reply(req, jute.CodeOK, &jute.Empty{})
 	await(t, closeDone)
+}
+
+// After losing its connection the client comes back with its session id,
+// password and last zxid, then re-arms its watches with setWatches; a
+// notification on the new connection reaches the old watch.
+func TestGoZookeeperReconnectSetWatches(t *testing.T) {
+	passwd := []byte("fedcba9876543210")
+	s := startFakeZK(t, 0x42, passwd)
+	conn := connect(t, s)
+
+	type watched struct {
+		ev  <-chan zk.Event
+		err error
+	}
+	dataW := async(func() watched { _, _, ev, err := conn.GetW("/w"); return watched{ev, err} })
+	s.connected()
+	req := s.next(jute.OpGetData)
+	s.reply(req, jute.CodeOK, &jute.GetDataResponse{Data: []byte("d"), Stat: stat})
+	require.NoError(t, await(t, dataW).err)
+
+	existW := async(func() watched { _, _, ev, err := conn.ExistsW("/e"); return watched{ev, err} })
+	req = s.next(jute.OpExists)
+	require.Equal(t, &jute.PathWatchRequest{Path: "/e", Watch: true}, req.Body)
+	s.reply(req, jute.CodeNoNode, nil)
+	ew := await(t, existW)
+	require.NoError(t, ew.err)
+
+	childW := async(func() watched { _, _, ev, err := conn.ChildrenW("/c"); return watched{ev, err} })
+	req = s.next(jute.OpGetChildren2)
+	require.Equal(t, &jute.PathWatchRequest{Path: "/c", Watch: true}, req.Body)
+	s.reply(req, jute.CodeOK, &jute.GetChildren2Response{Children: []string{}, Stat: stat})
+	require.NoError(t, await(t, childW).err)
+
+	s.mu.Lock()
+	lastZxid := s.zxid
+	s.mu.Unlock()
+	s.drop()
+
+	cr := s.connected()
+	require.Equal(t, int64(0x42), cr.SessionID)
+	require.Equal(t, passwd, cr.Passwd)
+	require.Equal(t, lastZxid, cr.LastZxidSeen)
+	require.Equal(t, int32(30000), cr.TimeOut)
+
+	// go-zookeeper sends setWatches with an ordinary xid, not -8: a server
+	// must go by the type.
+	req = s.next(jute.OpSetWatches)
+	require.Equal(t, &jute.SetWatchesRequest{RelativeZxid: lastZxid, DataWatches: []string{"/w"},
+		ExistWatches: []string{"/e"}, ChildWatches: []string{"/c"}}, req.Body)
+	s.reply(req, jute.CodeOK, &jute.Empty{})
+
+	s.write(&jute.ReplyHeader{Xid: jute.XidNotification, Zxid: -1},
+		&jute.WatcherEvent{Type: jute.EventNodeCreated, State: jute.StateSyncConnected, Path: "/e"})
+	ev := await(t, ew.ev)
+	require.Equal(t, zk.EventNodeCreated, ev.Type)
+	require.Equal(t, "/e", ev.Path)
 }
 
 // A session the server no longer knows is answered with session id 0; the
