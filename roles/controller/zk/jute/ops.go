@@ -49,7 +49,10 @@ func NewResponse(op Op) (Record, error) {
 		return &PathResponse{}, nil
 	case OpCreate2, OpCreateContainer, OpCreateTTL:
 		return &Create2Response{}, nil
-	case OpExists, OpSetData, OpSetACL:
+	case OpExists, OpSetData, OpSetACL, OpCheck:
+		// A lone check (outside multi) is answered like setData, with the
+		// node's Stat, by current ZooKeeper (FinalRequestProcessor); 3.8.0
+		// never answers one at all.
 		return &StatResponse{}, nil
 	case OpGetData:
 		return &GetDataResponse{}, nil
@@ -59,14 +62,18 @@ func NewResponse(op Op) (Record, error) {
 		return &GetChildren2Response{}, nil
 	case OpGetAllChildrenNumber:
 		return &Int32Response{}, nil
+	case OpAddWatch:
+		// ZooKeeper answers addWatch with an ErrorResponse holding 0, not
+		// an empty body; clients read the four bytes.
+		return &Int32Response{}, nil
 	case OpGetACL:
 		return &GetACLResponse{}, nil
 	case OpMulti, OpMultiRead:
 		return &MultiResponse{}, nil
 	case OpWhoAmI:
 		return &WhoAmIResponse{}, nil
-	case OpDelete, OpCheck, OpPing, OpCloseSession, OpAuth, OpSetWatches,
-		OpSetWatches2, OpAddWatch, OpCheckWatches, OpRemoveWatches:
+	case OpDelete, OpPing, OpCloseSession, OpAuth, OpSetWatches,
+		OpSetWatches2, OpCheckWatches, OpRemoveWatches:
 		return &Empty{}, nil
 	}
 	return nil, &UnknownOpError{Op: op}

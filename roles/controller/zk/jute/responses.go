@@ -34,8 +34,8 @@ func (r *Create2Response) Decode(d *Decoder) error {
 	return r.Stat.Decode(d)
 }
 
-// StatResponse answers exists, setData and setACL (ExistsResponse,
-// SetDataResponse, SetACLResponse).
+// StatResponse answers exists, setData, setACL and a lone check
+// (ExistsResponse, SetDataResponse, SetACLResponse).
 type StatResponse struct {
 	Stat Stat
 }
@@ -98,8 +98,9 @@ func (r *GetChildren2Response) Decode(d *Decoder) error {
 }
 
 // Int32Response answers getAllChildrenNumber (GetAllChildrenNumberResponse,
-// the total number of descendants) and is the body of a failed op in a
-// multi response (ErrorResponse, the code).
+// the total number of descendants) and addWatch (an ErrorResponse of 0),
+// and is the body of a failed op in a multi response (ErrorResponse, the
+// code).
 type Int32Response struct {
 	Value int32
 }

@@ -87,7 +87,9 @@ func sampleResponses() map[Op]Record {
 			{Type: OpGetChildren, Resp: &StringsResponse{Strings: []string{}}},
 			{Type: OpError, Err: CodeNoNode},
 		}},
-		OpDelete: &Empty{},
-		OpPing:   &Empty{},
+		OpCheck:    &StatResponse{Stat: sampleStat},
+		OpAddWatch: &Int32Response{Value: 0},
+		OpDelete:   &Empty{},
+		OpPing:     &Empty{},
 	}
 }
