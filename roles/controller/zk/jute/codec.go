@@ -120,10 +120,11 @@ func (d *Decoder) Buffer() []byte {
 	return b[:n:n]
 }
 
-// String reads a jute ustring (encoded like a buffer, UTF-8). Null reads as
-// "": ZooKeeper never distinguishes a null path from an empty one, and Go
-// strings have no null.
-func (d *Decoder) String() string {
+// UString reads a jute ustring (encoded like a buffer, UTF-8). Null reads
+// as "": ZooKeeper never distinguishes a null path from an empty one, and
+// Go strings have no null. (Not String: that would make a Decoder a
+// fmt.Stringer, and printing one would consume its input.)
+func (d *Decoder) UString() string {
 	n, null := d.length("ustring", 1)
 	if null || d.err != nil {
 		return ""
@@ -138,15 +139,15 @@ func (d *Decoder) VectorLen(minElem int) (n int, null bool) {
 	return d.length("vector", minElem)
 }
 
-// Strings reads a vector<ustring>; null is nil, empty is non-nil.
-func (d *Decoder) Strings() []string {
+// UStrings reads a vector<ustring>; null is nil, empty is non-nil.
+func (d *Decoder) UStrings() []string {
 	n, null := d.VectorLen(4)
 	if null || d.err != nil {
 		return nil
 	}
 	out := make([]string, n)
 	for i := range out {
-		out[i] = d.String()
+		out[i] = d.UString()
 	}
 	if d.err != nil {
 		return nil
@@ -190,9 +191,9 @@ func (e *Encoder) Buffer(b []byte) {
 	e.buf = append(e.buf, b...)
 }
 
-// String appends a jute ustring. "" is written as empty, never null:
+// UString appends a jute ustring. "" is written as empty, never null:
 // ZooKeeper's clients read both the same way.
-func (e *Encoder) String(s string) {
+func (e *Encoder) UString(s string) {
 	e.Int32(int32(len(s)))
 	e.buf = append(e.buf, s...)
 }
@@ -206,11 +207,11 @@ func (e *Encoder) VectorLen(n int, null bool) {
 	e.Int32(int32(n))
 }
 
-// Strings appends a vector<ustring>; nil is written as null.
-func (e *Encoder) Strings(ss []string) {
+// UStrings appends a vector<ustring>; nil is written as null.
+func (e *Encoder) UStrings(ss []string) {
 	e.VectorLen(len(ss), ss == nil)
 	for _, s := range ss {
-		e.String(s)
+		e.UString(s)
 	}
 }
 

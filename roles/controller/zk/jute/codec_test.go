@@ -19,9 +19,9 @@ func TestPrimitivesLayout(t *testing.T) {
 	e.Buffer(nil)
 	e.Buffer([]byte{})
 	e.Buffer([]byte("ab"))
-	e.String("zk")
-	e.Strings(nil)
-	e.Strings([]string{"x"})
+	e.UString("zk")
+	e.UStrings(nil)
+	e.UStrings([]string{"x"})
 	want := []byte{
 		0xff, 0xff, 0xff, 0xff,
 		1, 2, 3, 4, 5, 6, 7, 8,
@@ -45,9 +45,9 @@ func TestPrimitivesLayout(t *testing.T) {
 	require.NotNil(t, b)
 	require.Empty(t, b)
 	require.Equal(t, []byte("ab"), d.Buffer())
-	require.Equal(t, "zk", d.String())
-	require.Nil(t, d.Strings())
-	require.Equal(t, []string{"x"}, d.Strings())
+	require.Equal(t, "zk", d.UString())
+	require.Nil(t, d.UStrings())
+	require.Equal(t, []string{"x"}, d.UStrings())
 	require.NoError(t, d.Err())
 	require.Zero(t, d.Remaining())
 }
@@ -77,10 +77,10 @@ func TestDecodeErrors(t *testing.T) {
 		{"empty bool", nil, func(d *Decoder) { d.Bool() }, ErrTruncated},
 		{"negative buffer", []byte{0xff, 0xff, 0xff, 0xfe}, func(d *Decoder) { d.Buffer() }, ErrBadLength},
 		{"buffer past end", []byte{0, 0, 0, 5, 'a'}, func(d *Decoder) { d.Buffer() }, ErrBadLength},
-		{"huge string", []byte{0x7f, 0xff, 0xff, 0xff}, func(d *Decoder) { _ = d.String() }, ErrBadLength},
-		{"min int string", []byte{0x80, 0, 0, 0}, func(d *Decoder) { _ = d.String() }, ErrBadLength},
-		{"vector count past end", []byte{0, 0, 0, 2, 0, 0, 0, 0}, func(d *Decoder) { d.Strings() }, ErrBadLength},
-		{"vector element truncated", []byte{0, 0, 0, 1, 0, 0, 0, 3, 'a'}, func(d *Decoder) { d.Strings() }, ErrBadLength},
+		{"huge string", []byte{0x7f, 0xff, 0xff, 0xff}, func(d *Decoder) { _ = d.UString() }, ErrBadLength},
+		{"min int string", []byte{0x80, 0, 0, 0}, func(d *Decoder) { _ = d.UString() }, ErrBadLength},
+		{"vector count past end", []byte{0, 0, 0, 2, 0, 0, 0, 0}, func(d *Decoder) { d.UStrings() }, ErrBadLength},
+		{"vector element truncated", []byte{0, 0, 0, 1, 0, 0, 0, 3, 'a'}, func(d *Decoder) { d.UStrings() }, ErrBadLength},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -192,15 +192,15 @@ const aclMinLen = 4 + 4 + 4
 // Encode implements Record.
 func (r *ACL) Encode(e *Encoder) {
 	e.Int32(r.Perms)
-	e.String(r.ID.Scheme)
-	e.String(r.ID.ID)
+	e.UString(r.ID.Scheme)
+	e.UString(r.ID.ID)
 }
 
 // Decode implements Record.
 func (r *ACL) Decode(d *Decoder) error {
 	r.Perms = d.Int32()
-	r.ID.Scheme = d.String()
-	r.ID.ID = d.String()
+	r.ID.Scheme = d.UString()
+	r.ID.ID = d.UString()
 	return d.Err()
 }
 
@@ -237,14 +237,14 @@ type WatcherEvent struct {
 func (r *WatcherEvent) Encode(e *Encoder) {
 	e.Int32(int32(r.Type))
 	e.Int32(int32(r.State))
-	e.String(r.Path)
+	e.UString(r.Path)
 }
 
 // Decode implements Record.
 func (r *WatcherEvent) Decode(d *Decoder) error {
 	r.Type = EventType(d.Int32())
 	r.State = State(d.Int32())
-	r.Path = d.String()
+	r.Path = d.UString()
 	return d.Err()
 }
 
@@ -259,14 +259,14 @@ type AuthPacket struct {
 // Encode implements Record.
 func (r *AuthPacket) Encode(e *Encoder) {
 	e.Int32(r.Type)
-	e.String(r.Scheme)
+	e.UString(r.Scheme)
 	e.Buffer(r.Auth)
 }
 
 // Decode implements Record.
 func (r *AuthPacket) Decode(d *Decoder) error {
 	r.Type = d.Int32()
-	r.Scheme = d.String()
+	r.Scheme = d.UString()
 	r.Auth = d.Buffer()
 	return d.Err()
 }

@@ -11,7 +11,7 @@ type CreateRequest struct {
 
 // Encode implements Record.
 func (r *CreateRequest) Encode(e *Encoder) {
-	e.String(r.Path)
+	e.UString(r.Path)
 	e.Buffer(r.Data)
 	encodeACLs(e, r.ACL)
 	e.Int32(r.Flags)
@@ -19,7 +19,7 @@ func (r *CreateRequest) Encode(e *Encoder) {
 
 // Decode implements Record.
 func (r *CreateRequest) Decode(d *Decoder) error {
-	r.Path = d.String()
+	r.Path = d.UString()
 	r.Data = d.Buffer()
 	r.ACL = decodeACLs(d)
 	r.Flags = d.Int32()
@@ -38,7 +38,7 @@ type CreateTTLRequest struct {
 
 // Encode implements Record.
 func (r *CreateTTLRequest) Encode(e *Encoder) {
-	e.String(r.Path)
+	e.UString(r.Path)
 	e.Buffer(r.Data)
 	encodeACLs(e, r.ACL)
 	e.Int32(r.Flags)
@@ -47,7 +47,7 @@ func (r *CreateTTLRequest) Encode(e *Encoder) {
 
 // Decode implements Record.
 func (r *CreateTTLRequest) Decode(d *Decoder) error {
-	r.Path = d.String()
+	r.Path = d.UString()
 	r.Data = d.Buffer()
 	r.ACL = decodeACLs(d)
 	r.Flags = d.Int32()
@@ -64,13 +64,13 @@ type PathVersionRequest struct {
 
 // Encode implements Record.
 func (r *PathVersionRequest) Encode(e *Encoder) {
-	e.String(r.Path)
+	e.UString(r.Path)
 	e.Int32(r.Version)
 }
 
 // Decode implements Record.
 func (r *PathVersionRequest) Decode(d *Decoder) error {
-	r.Path = d.String()
+	r.Path = d.UString()
 	r.Version = d.Int32()
 	return d.Err()
 }
@@ -86,13 +86,13 @@ type PathWatchRequest struct {
 
 // Encode implements Record.
 func (r *PathWatchRequest) Encode(e *Encoder) {
-	e.String(r.Path)
+	e.UString(r.Path)
 	e.Bool(r.Watch)
 }
 
 // Decode implements Record.
 func (r *PathWatchRequest) Decode(d *Decoder) error {
-	r.Path = d.String()
+	r.Path = d.UString()
 	r.Watch = d.Bool()
 	return d.Err()
 }
@@ -104,11 +104,11 @@ type PathRequest struct {
 }
 
 // Encode implements Record.
-func (r *PathRequest) Encode(e *Encoder) { e.String(r.Path) }
+func (r *PathRequest) Encode(e *Encoder) { e.UString(r.Path) }
 
 // Decode implements Record.
 func (r *PathRequest) Decode(d *Decoder) error {
-	r.Path = d.String()
+	r.Path = d.UString()
 	return d.Err()
 }
 
@@ -121,14 +121,14 @@ type SetDataRequest struct {
 
 // Encode implements Record.
 func (r *SetDataRequest) Encode(e *Encoder) {
-	e.String(r.Path)
+	e.UString(r.Path)
 	e.Buffer(r.Data)
 	e.Int32(r.Version)
 }
 
 // Decode implements Record.
 func (r *SetDataRequest) Decode(d *Decoder) error {
-	r.Path = d.String()
+	r.Path = d.UString()
 	r.Data = d.Buffer()
 	r.Version = d.Int32()
 	return d.Err()
@@ -143,14 +143,14 @@ type SetACLRequest struct {
 
 // Encode implements Record.
 func (r *SetACLRequest) Encode(e *Encoder) {
-	e.String(r.Path)
+	e.UString(r.Path)
 	encodeACLs(e, r.ACL)
 	e.Int32(r.Version)
 }
 
 // Decode implements Record.
 func (r *SetACLRequest) Decode(d *Decoder) error {
-	r.Path = d.String()
+	r.Path = d.UString()
 	r.ACL = decodeACLs(d)
 	r.Version = d.Int32()
 	return d.Err()
@@ -174,24 +174,24 @@ type SetWatchesRequest struct {
 // Encode implements Record.
 func (r *SetWatchesRequest) Encode(e *Encoder) {
 	e.Int64(r.RelativeZxid)
-	e.Strings(r.DataWatches)
-	e.Strings(r.ExistWatches)
-	e.Strings(r.ChildWatches)
+	e.UStrings(r.DataWatches)
+	e.UStrings(r.ExistWatches)
+	e.UStrings(r.ChildWatches)
 	if r.Two {
-		e.Strings(r.PersistentWatches)
-		e.Strings(r.PersistentRecursiveWatches)
+		e.UStrings(r.PersistentWatches)
+		e.UStrings(r.PersistentRecursiveWatches)
 	}
 }
 
 // Decode implements Record.
 func (r *SetWatchesRequest) Decode(d *Decoder) error {
 	r.RelativeZxid = d.Int64()
-	r.DataWatches = d.Strings()
-	r.ExistWatches = d.Strings()
-	r.ChildWatches = d.Strings()
+	r.DataWatches = d.UStrings()
+	r.ExistWatches = d.UStrings()
+	r.ChildWatches = d.UStrings()
 	if r.Two {
-		r.PersistentWatches = d.Strings()
-		r.PersistentRecursiveWatches = d.Strings()
+		r.PersistentWatches = d.UStrings()
+		r.PersistentRecursiveWatches = d.UStrings()
 	}
 	return d.Err()
 }
@@ -204,13 +204,13 @@ type AddWatchRequest struct {
 
 // Encode implements Record.
 func (r *AddWatchRequest) Encode(e *Encoder) {
-	e.String(r.Path)
+	e.UString(r.Path)
 	e.Int32(r.Mode)
 }
 
 // Decode implements Record.
 func (r *AddWatchRequest) Decode(d *Decoder) error {
-	r.Path = d.String()
+	r.Path = d.UString()
 	r.Mode = d.Int32()
 	return d.Err()
 }
@@ -224,13 +224,13 @@ type WatchesRequest struct {
 
 // Encode implements Record.
 func (r *WatchesRequest) Encode(e *Encoder) {
-	e.String(r.Path)
+	e.UString(r.Path)
 	e.Int32(r.Type)
 }
 
 // Decode implements Record.
 func (r *WatchesRequest) Decode(d *Decoder) error {
-	r.Path = d.String()
+	r.Path = d.UString()
 	r.Type = d.Int32()
 	return d.Err()
 }

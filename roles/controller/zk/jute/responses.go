@@ -8,11 +8,11 @@ type PathResponse struct {
 }
 
 // Encode implements Record.
-func (r *PathResponse) Encode(e *Encoder) { e.String(r.Path) }
+func (r *PathResponse) Encode(e *Encoder) { e.UString(r.Path) }
 
 // Decode implements Record.
 func (r *PathResponse) Decode(d *Decoder) error {
-	r.Path = d.String()
+	r.Path = d.UString()
 	return d.Err()
 }
 
@@ -24,13 +24,13 @@ type Create2Response struct {
 
 // Encode implements Record.
 func (r *Create2Response) Encode(e *Encoder) {
-	e.String(r.Path)
+	e.UString(r.Path)
 	r.Stat.Encode(e)
 }
 
 // Decode implements Record.
 func (r *Create2Response) Decode(d *Decoder) error {
-	r.Path = d.String()
+	r.Path = d.UString()
 	return r.Stat.Decode(d)
 }
 
@@ -71,11 +71,11 @@ type StringsResponse struct {
 }
 
 // Encode implements Record.
-func (r *StringsResponse) Encode(e *Encoder) { e.Strings(r.Strings) }
+func (r *StringsResponse) Encode(e *Encoder) { e.UStrings(r.Strings) }
 
 // Decode implements Record.
 func (r *StringsResponse) Decode(d *Decoder) error {
-	r.Strings = d.Strings()
+	r.Strings = d.UStrings()
 	return d.Err()
 }
 
@@ -87,13 +87,13 @@ type GetChildren2Response struct {
 
 // Encode implements Record.
 func (r *GetChildren2Response) Encode(e *Encoder) {
-	e.Strings(r.Children)
+	e.UStrings(r.Children)
 	r.Stat.Encode(e)
 }
 
 // Decode implements Record.
 func (r *GetChildren2Response) Decode(d *Decoder) error {
-	r.Children = d.Strings()
+	r.Children = d.UStrings()
 	return r.Stat.Decode(d)
 }
 
@@ -147,8 +147,8 @@ type WhoAmIResponse struct {
 func (r *WhoAmIResponse) Encode(e *Encoder) {
 	e.VectorLen(len(r.ClientInfo), r.ClientInfo == nil)
 	for _, c := range r.ClientInfo {
-		e.String(c.AuthScheme)
-		e.String(c.User)
+		e.UString(c.AuthScheme)
+		e.UString(c.User)
 	}
 }
 
@@ -161,8 +161,8 @@ func (r *WhoAmIResponse) Decode(d *Decoder) error {
 	}
 	r.ClientInfo = make([]ClientInfo, n)
 	for i := range r.ClientInfo {
-		r.ClientInfo[i].AuthScheme = d.String()
-		r.ClientInfo[i].User = d.String()
+		r.ClientInfo[i].AuthScheme = d.UString()
+		r.ClientInfo[i].User = d.UString()
 	}
 	return d.Err()
 }
