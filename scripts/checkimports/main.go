@@ -55,6 +55,8 @@ var rules = []rule{
 		why: "the HTTP API works over the small interfaces it declares, never raft types or the replica"},
 	{pkg: "roles/controller/api/view", deny: []string{"roles/...", "transport/...", "raftlog/...", "go.etcd.io/raft/...", "net/..."},
 		why: "view is the API's answer shapes and pure builders: state in, JSON shapes out"},
+	{pkg: "roles/controller/zk/jute", deny: []string{"..."},
+		why: "jute is the ZooKeeper wire encoding only: it depends on nothing of ours, so the ZooKeeper server and any client of ours can share it"},
 	{pkg: "roles/scheduler/...", deny: []string{"go.etcd.io/raft/...", "raftlog/...", "transport/...", "roles/controller/...",
 		"roles/worker/...", "math/rand", "math/rand/v2", "crypto/rand", "net/...", "os"},
 		why: "the scheduler is pure: state in, plan out; no raft, no network, no randomness inside", codeOnly: true},

@@ -28,6 +28,8 @@ func TestCheckImport(t *testing.T) {
 		{"roles", module + "/roles/worker", false, ""},
 		{"roles/controller", module + "/raftlog", false, ""},
 		{"roles/controller", "net/http", false, ""},
+		{"roles/controller/zk/jute", module + "/roles/controller/fault", false, "ZooKeeper wire encoding only"},
+		{"roles/controller/zk/jute", "github.com/go-zookeeper/zk", true, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.pkg+"->"+tc.imp, func(t *testing.T) {
