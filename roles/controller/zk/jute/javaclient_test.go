@@ -65,10 +65,10 @@ func TestJavaClient(t *testing.T) {
 		t.Skip("starts JVMs")
 	}
 	if _, err := exec.LookPath("java"); err != nil {
-		t.Skip("no java: apt-get install zookeeper to run this test")
+		t.Fatal("no java: apt-get install zookeeper (./.ci/run does), or run with -short to skip the ZooKeeper interop tests")
 	}
 	if _, err := os.Stat(zookeeperJar); err != nil {
-		t.Skip("no " + zookeeperJar + ": apt-get install zookeeper to run this test")
+		t.Fatal("no " + zookeeperJar + ": apt-get install zookeeper (./.ci/run does), or run with -short to skip the ZooKeeper interop tests")
 	}
 	answer := func(req jute.Request) (jute.Code, jute.Record) {
 		switch b := req.Body.(type) {

@@ -27,7 +27,7 @@ import (
 // (every reply decodes and consumes exactly the bytes sent).
 //
 // It needs java and /usr/share/java/zookeeper.jar (apt-get install
-// zookeeper) and skips without them.
+// zookeeper); without them they fail, unless -short skips them.
 
 const zookeeperJar = "/usr/share/java/zookeeper.jar"
 
@@ -38,10 +38,10 @@ func startRealZooKeeper(t *testing.T) string {
 	}
 	java, err := exec.LookPath("java")
 	if err != nil {
-		t.Skip("no java: apt-get install zookeeper to run this test")
+		t.Fatal("no java: apt-get install zookeeper (./.ci/run does), or run with -short to skip the ZooKeeper interop tests")
 	}
 	if _, err := os.Stat(zookeeperJar); err != nil {
-		t.Skip("no " + zookeeperJar + ": apt-get install zookeeper to run this test")
+		t.Fatal("no " + zookeeperJar + ": apt-get install zookeeper (./.ci/run does), or run with -short to skip the ZooKeeper interop tests")
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
