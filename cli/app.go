@@ -36,8 +36,17 @@ func App() *cli.App {
 			jobCommand(),    // job.go
 			allocCommand(),  // alloc.go
 			serviceCommand(),
+			versionCommand(),    // version.go
+			completionCommand(), // version.go
 		},
+		Flags: []cli.Flag{versionFlag()},
+		// completionCommand's scripts ask the binary for candidates (--generate-bash-completion).
+		EnableBashCompletion: true,
 		Action: func(c *cli.Context) error {
+			if c.Bool("version") {
+				printVersion(c.App.Writer)
+				return nil
+			}
 			if c.Args().Present() {
 				return fmt.Errorf("unknown command %q; run 'corral --help' to list the commands", c.Args().First())
 			}

@@ -25,6 +25,8 @@
 //   - corral job run, list, status, stop: submit (JSON or YAML), inspect and stop jobs.
 //   - corral alloc list, status, logs, restart: the allocations (job instances placed on workers) and their output.
 //   - corral service register, deregister, ls: the service registry (corral-worker lists the alive workers).
+//   - corral version: the version, commit and Go version of this binary (also corral --version).
+//   - corral completion bash, zsh, fish: shell completion scripts.
 //
 // Every flag can also be set through an environment variable CORRAL_<FLAG> (e.g. --data-dir and CORRAL_DATA_DIR);
 // the command line wins. Commands return errors instead of exiting so that main decides the exit code (1) and tests

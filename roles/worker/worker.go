@@ -190,6 +190,7 @@ func Start(cfg Config) (*Worker, error) {
 	if w.reg == nil {
 		w.reg = prometheus.NewRegistry()
 		w.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		transport.RegisterBuildInfo(w.reg) // in combined mode the controller's registry has it already
 	}
 	w.met = newWorkerAgentMetrics(w.reg)
 	if bundle != nil {
