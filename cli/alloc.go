@@ -32,13 +32,17 @@ func allocListCommand() *cli.Command {
 		Name:    "list",
 		Aliases: []string{"ls"},
 		Usage:   "list allocations, optionally only those of a job, a worker or in a state",
-		Flags: append(clientFlags(), jsonFlag(),
+		Flags: append(append(clientFlags(), outputFlags()...),
 			&cli.StringFlag{Name: "job", EnvVars: envVars("job"), Usage: "only this job's allocations"},
 			&cli.StringFlag{Name: "worker", EnvVars: envVars("worker"), Usage: "only allocations placed on this worker"},
 			&cli.StringFlag{Name: "state", EnvVars: envVars("state"),
 				Usage: "only allocations in this state: pending, starting, running, exited, failed, lost or stopped"}),
 		Action: func(c *cli.Context) error {
 			if err := wantArgs(c, 0); err != nil {
+				return err
+			}
+			asJSON, err := jsonOutput(c)
+			if err != nil {
 				return err
 			}
 			cl, err := newClient(c)
@@ -49,7 +53,7 @@ func allocListCommand() *cli.Command {
 			if err != nil {
 				return explain("list allocations", err)
 			}
-			if c.Bool("json") {
+			if asJSON {
 				if allocs == nil {
 					allocs = []client.Allocation{}
 				}
@@ -82,12 +86,16 @@ func allocStatusCommand() *cli.Command {
 		Name:      "status",
 		Usage:     "show an allocation's job, worker, state, exit code and state history",
 		ArgsUsage: "ID",
-		Flags:     append(clientFlags(), jsonFlag()),
+		Flags:     append(clientFlags(), outputFlags()...),
 		Action: func(c *cli.Context) error {
 			if err := wantArgs(c, 1); err != nil {
 				return err
 			}
 			id := c.Args().First()
+			asJSON, err := jsonOutput(c)
+			if err != nil {
+				return err
+			}
 			cl, err := newClient(c)
 			if err != nil {
 				return err
@@ -99,7 +107,7 @@ func allocStatusCommand() *cli.Command {
 			if err != nil {
 				return explain("allocation status", err)
 			}
-			if c.Bool("json") {
+			if asJSON {
 				return printJSON(c.App.Writer, map[string]any{"allocation": a})
 			}
 			return printAllocStatus(c.App.Writer, a, time.Now())

@@ -3,11 +3,15 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/corral-dev/corral/client"
 )
 
 func leaseCommand() *cli.Command {
@@ -51,9 +55,14 @@ func leaseCommand() *cli.Command {
 				},
 			},
 			{
-				Name: "show", Usage: "print a lease's TTL, remaining time, keys and locks as JSON", ArgsUsage: "ID", Flags: clientFlags(),
+				Name: "show", Usage: "print a lease's TTL, remaining time, keys and locks (JSON; -o table for a table)", ArgsUsage: "ID",
+				Flags: append(clientFlags(), outputFlag("json")),
 				Action: func(c *cli.Context) error {
 					id, err := idArg(c)
+					if err != nil {
+						return err
+					}
+					asJSON, err := jsonOutput(c)
 					if err != nil {
 						return err
 					}
@@ -64,6 +73,9 @@ func leaseCommand() *cli.Command {
 					l, err := cl.TimeToLive(c.Context, id)
 					if err != nil {
 						return explain(fmt.Sprintf("show lease %d", id), err)
+					}
+					if !asJSON {
+						return printLease(c.App.Writer, l)
 					}
 					enc := json.NewEncoder(c.App.Writer)
 					enc.SetIndent("", "  ")
@@ -146,9 +158,14 @@ func serviceCommand() *cli.Command {
 			"Instances register with PUT /v1/services/{name}/{instance}?lease=ID or the Go client's Register.",
 		Action: groupCommand("service", "ls", "register", "deregister"),
 		Subcommands: []*cli.Command{serviceRegisterCommand(), serviceDeregisterCommand(), {
-			Name: "ls", Usage: "print a service's live instances as JSON", ArgsUsage: "NAME", Flags: clientFlags(),
+			Name: "ls", Usage: "print a service's live instances (JSON; -o table for a table)", ArgsUsage: "NAME",
+			Flags: append(clientFlags(), outputFlag("json")),
 			Action: func(c *cli.Context) error {
 				if err := wantArgs(c, 1); err != nil {
+					return err
+				}
+				asJSON, err := jsonOutput(c)
+				if err != nil {
 					return err
 				}
 				cl, err := newClient(c)
@@ -158,6 +175,9 @@ func serviceCommand() *cli.Command {
 				inst, rev, err := cl.Instances(c.Context, c.Args().First())
 				if err != nil {
 					return explain("list service "+c.Args().First(), err)
+				}
+				if !asJSON {
+					return printInstances(c.App.Writer, inst)
 				}
 				enc := json.NewEncoder(c.App.Writer)
 				enc.SetIndent("", "  ")
@@ -224,4 +244,41 @@ func serviceDeregisterCommand() *cli.Command {
 			return nil
 		},
 	}
+}
+
+// printLease is `lease show -o table`.
+func printLease(w io.Writer, l client.Lease) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 1, ' ', 0)
+	fmt.Fprintf(tw, "id:\t%d\n", l.ID)
+	fmt.Fprintf(tw, "ttl:\t%s\n", l.TTL)
+	fmt.Fprintf(tw, "remaining:\t%s\n", l.Remaining)
+	fmt.Fprintf(tw, "keys:\t%s\n", orDash(printableList(l.Keys)))
+	fmt.Fprintf(tw, "locks:\t%s\n", orDash(printableList(l.Locks)))
+	return tw.Flush()
+}
+
+// printInstances is `service ls NAME -o table`.
+func printInstances(w io.Writer, inst []client.ServiceInstance) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "INSTANCE\tADDRESS\tLEASE\tMETADATA")
+	for _, in := range inst {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", printable(in.Instance, 64), orDash(printable(in.Address, 64)), in.Lease,
+			orDash(formatLabels(in.Metadata)))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(inst) == 0 {
+		_, err := fmt.Fprintln(w, "(no live instances)")
+		return err
+	}
+	return nil
+}
+
+func printableList(items []string) string {
+	out := make([]string, len(items))
+	for i, s := range items {
+		out[i] = printable(s, 80)
+	}
+	return strings.Join(out, ", ")
 }

@@ -33,11 +33,15 @@ func jobCommand() *cli.Command {
 	}
 }
 
-// jsonFlag switches a list or status command from a table to the API's JSON answer.
+// jsonFlag switches a list or status command from a table to the API's JSON answer; it predates -o and stays
+// for scripts that use it. Commands that take it take -o (outputFlags) too.
 func jsonFlag() cli.Flag {
 	return &cli.BoolFlag{Name: "json", EnvVars: envVars("json"),
-		Usage: "print JSON (the API's answer shape) instead of a table"}
+		Usage: "print JSON (the API's answer shape) instead of a table; same as -o json"}
 }
+
+// outputFlags are the format flags of the job and alloc list and show commands: -o, and the older --json.
+func outputFlags() []cli.Flag { return []cli.Flag{outputFlag("table"), jsonFlag()} }
 
 func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
@@ -135,9 +139,13 @@ func jobListCommand() *cli.Command {
 		Usage:   "list the jobs with their status and allocation counts",
 		Description: "RUNNING counts running allocations (all versions); PENDING counts allocations not running yet\n" +
 			"(pending or starting) plus instances that could not be placed (REASON says why).",
-		Flags: append(clientFlags(), jsonFlag()),
+		Flags: append(clientFlags(), outputFlags()...),
 		Action: func(c *cli.Context) error {
 			if err := wantArgs(c, 0); err != nil {
+				return err
+			}
+			asJSON, err := jsonOutput(c)
+			if err != nil {
 				return err
 			}
 			cl, err := newClient(c)
@@ -149,7 +157,7 @@ func jobListCommand() *cli.Command {
 				return explain("list jobs", err)
 			}
 			sort.Slice(jobs, func(i, k int) bool { return jobs[i].Name < jobs[k].Name })
-			if c.Bool("json") {
+			if asJSON {
 				if jobs == nil {
 					jobs = []client.Job{}
 				}
@@ -183,12 +191,16 @@ func jobStatusCommand() *cli.Command {
 		Name:      "status",
 		Usage:     "show a job's spec, status, recent events and allocations",
 		ArgsUsage: "NAME",
-		Flags:     append(clientFlags(), jsonFlag()),
+		Flags:     append(clientFlags(), outputFlags()...),
 		Action: func(c *cli.Context) error {
 			if err := wantArgs(c, 1); err != nil {
 				return err
 			}
 			name := c.Args().First()
+			asJSON, err := jsonOutput(c)
+			if err != nil {
+				return err
+			}
 			cl, err := newClient(c)
 			if err != nil {
 				return err
@@ -200,7 +212,7 @@ func jobStatusCommand() *cli.Command {
 			if err != nil {
 				return explain("job status", err)
 			}
-			if c.Bool("json") {
+			if asJSON {
 				if allocs == nil {
 					allocs = []client.Allocation{}
 				}

@@ -1,9 +1,12 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"text/tabwriter"
+	"unicode/utf8"
 
 	"github.com/urfave/cli/v2"
 
@@ -151,15 +154,22 @@ func kvLsCommand() *cli.Command {
 		Aliases:   []string{"list"},
 		Usage:     "list the keys starting with PREFIX (all keys without PREFIX)",
 		ArgsUsage: "[PREFIX]",
-		Flags:     append(clientFlags(), serializableFlag()),
+		Flags:     append(clientFlags(), serializableFlag(), outputFlag("table")),
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 1 {
 				return fmt.Errorf("'corral kv ls' takes at most one PREFIX, got %d arguments; usage: corral kv ls [flags] [PREFIX]", c.NArg())
 			}
 			prefix := c.Args().First()
+			asJSON, err := jsonOutput(c)
+			if err != nil {
+				return err
+			}
 			cl, err := newClient(c)
 			if err != nil {
 				return err
+			}
+			if asJSON {
+				return kvLsJSON(c, cl, prefix)
 			}
 			// The server answers in pages (docs/API.md, "Range reads"):
 			// print each as it comes, so memory stays bounded by a page.
@@ -182,4 +192,43 @@ func kvLsCommand() *cli.Command {
 			return nil
 		},
 	}
+}
+
+// kvLsJSON prints `kv ls -o json`: {"kvs": [...], "revision": N}, written page by page like the table so that
+// memory stays bounded by a page. Values are strings when they are UTF-8, else base64 under "value_base64".
+func kvLsJSON(c *cli.Context, cl *client.Client, prefix string) error {
+	w := c.App.Writer
+	if _, err := io.WriteString(w, "{\"kvs\": ["); err != nil {
+		return err
+	}
+	n := 0
+	rev, err := cl.ListPages(c.Context, prefix, 0, func(p client.Page) error {
+		for _, kv := range p.KVs {
+			item := map[string]any{"key": kv.Key, "create_revision": kv.CreateRevision,
+				"mod_revision": kv.ModRevision, "version": kv.Version}
+			if utf8.Valid(kv.Value) {
+				item["value"] = string(kv.Value)
+			} else {
+				item["value_base64"] = kv.Value // encoding/json writes []byte as base64
+			}
+			b, err := json.Marshal(item)
+			if err != nil {
+				return err
+			}
+			sep := ",\n  "
+			if n == 0 {
+				sep = "\n  "
+			}
+			if _, err := fmt.Fprintf(w, "%s%s", sep, b); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	}, readOpts(c)...)
+	if err != nil {
+		return explain(fmt.Sprintf("list %q", prefix), err)
+	}
+	_, err = fmt.Fprintf(w, "\n], \"revision\": %d}\n", rev)
+	return err
 }

@@ -213,9 +213,13 @@ func workerListCommand() *cli.Command {
 			"says that it answered from replicated state. Example: corral worker list --state alive",
 		Flags: append(clientFlags(),
 			&cli.StringFlag{Name: "state", EnvVars: envVars("state"),
-				Usage: "only workers in this state: alive, suspect, fenced, draining or left"}),
+				Usage: "only workers in this state: alive, suspect, fenced, draining or left"}, outputFlag("table")),
 		Action: func(c *cli.Context) error {
 			if err := wantArgs(c, 0); err != nil {
+				return err
+			}
+			asJSON, err := jsonOutput(c)
+			if err != nil {
 				return err
 			}
 			cl, err := newClient(c)
@@ -225,6 +229,12 @@ func workerListCommand() *cli.Command {
 			list, err := cl.Workers(c.Context, c.String("state"))
 			if err != nil {
 				return explain("list workers", err)
+			}
+			if asJSON {
+				if list.Workers == nil {
+					list.Workers = []client.Worker{}
+				}
+				return printJSON(c.App.Writer, list)
 			}
 			return printWorkers(c.App.Writer, list)
 		},
