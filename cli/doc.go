@@ -3,7 +3,7 @@
 //
 //   - corral run: run a node: --role=controller (a voter of the metadata quorum, serving the HTTP API), worker or
 //     combined (both in one process).
-//   - corral dev: a throwaway one-node cluster on this machine for trying corral out.
+//   - corral dev: a throwaway cluster on this machine for trying corral out: a controller and --workers workers.
 //   - corral kv put, get, del, ls: read and write keys in the metadata store (put --prev-revision is
 //     compare-and-set, --lease makes a key ephemeral).
 //   - corral status: the cluster id, the leader and each controller's replication progress.
