@@ -23,8 +23,9 @@ func allocCommand() *cli.Command {
 	}
 }
 
-func allocNotFound(id string) error {
-	return fmt.Errorf("allocation %s not found; list them with 'corral alloc list' or 'corral job status JOB'", printable(id, 128))
+func allocNotFound(c *cli.Context, id string) error {
+	return fmt.Errorf("allocation %s not found; list them with '%s' or '%s'", printable(id, 128),
+		hint(c, "alloc list"), hint(c, "job status", "JOB"))
 }
 
 func allocListCommand() *cli.Command {
@@ -102,7 +103,7 @@ func allocStatusCommand() *cli.Command {
 			}
 			a, err := cl.Allocation(c.Context, id)
 			if errors.Is(err, client.ErrAllocNotFound) {
-				return allocNotFound(id)
+				return allocNotFound(c, id)
 			}
 			if err != nil {
 				return explain("allocation status", err)
@@ -179,10 +180,10 @@ func allocLogsCommand() *cli.Command {
 			r, err := cl.AllocLogs(ctx, id, stream, c.Bool("follow"), tail)
 			switch {
 			case errors.Is(err, client.ErrAllocNotFound):
-				return allocNotFound(id)
+				return allocNotFound(c, id)
 			case errors.Is(err, client.ErrLogUnavailable):
-				return fmt.Errorf("logs of allocation %s are unavailable: %w (its worker may be down or gone; see 'corral alloc status %s')",
-					printable(id, 128), err, printable(id, 128))
+				return fmt.Errorf("logs of allocation %s are unavailable: %w (its worker may be down or gone; see '%s')",
+					printable(id, 128), err, hint(c, "alloc status", printable(id, 128)))
 			case err != nil && ctx.Err() != nil:
 				return nil // interrupted
 			case err != nil:
@@ -216,20 +217,20 @@ func allocRestartCommand() *cli.Command {
 			a, err := cl.RestartAlloc(c.Context, id)
 			switch {
 			case errors.Is(err, client.ErrAllocNotFound):
-				return allocNotFound(id)
+				return allocNotFound(c, id)
 			case errors.Is(err, client.ErrNotRunning):
 				var apiErr *client.Error
 				msg := "it is not running"
 				if errors.As(err, &apiErr) && apiErr.Message != "" {
 					msg = apiErr.Message
 				}
-				return fmt.Errorf("cannot restart allocation %s: %s (only a running allocation restarts; to run a stopped job again use 'corral job run FILE')",
-					printable(id, 128), msg)
+				return fmt.Errorf("cannot restart allocation %s: %s (only a running allocation restarts; to run a stopped job again use '%s')",
+					printable(id, 128), msg, hint(c, "job run", "FILE"))
 			case err != nil:
-				return explainChange("restart allocation", err, "check with 'corral alloc status "+id+"' before restarting again")
+				return explainChange("restart allocation", err, "check with '"+hint(c, "alloc status", printable(id, 128))+"' before restarting again")
 			}
-			_, err = fmt.Fprintf(c.App.Writer, "allocation %s restart requested on worker %s; watch it with 'corral alloc status %s'\n",
-				a.ID, a.Worker, a.ID)
+			_, err = fmt.Fprintf(c.App.Writer, "allocation %s restart requested on worker %s; watch it with '%s'\n",
+				a.ID, a.Worker, hint(c, "alloc status", a.ID))
 			return err
 		},
 	}

@@ -50,6 +50,10 @@ func useConfigFile(app *cli.App) {
 	}
 	walk(app.Commands)
 	delete(known, "config") // the file cannot name another file
+	if app.Metadata == nil {
+		app.Metadata = map[string]any{}
+	}
+	app.Metadata[configSetKey] = map[string]bool{}
 	app.Before = func(c *cli.Context) error {
 		file := c.String("config")
 		if file == "" {
@@ -136,8 +140,21 @@ func applyConfig(c *cli.Context, values map[string]string) error {
 		if err := c.Set(name, v); err != nil {
 			return fmt.Errorf("--config %s: bad value %q for %s: %w", c.String("config"), v, name, err)
 		}
+		configSet(c.App)[name] = true
 	}
 	return nil
+}
+
+// configSetKey is the App.Metadata entry that lists the flags the config file set (hint.go tells them from
+// flags given on the command line, which look the same to urfave/cli).
+const configSetKey = "corral.config-set"
+
+func configSet(app *cli.App) map[string]bool {
+	m, _ := app.Metadata[configSetKey].(map[string]bool)
+	if m == nil {
+		return map[string]bool{} // an App not built by App(), e.g. in a test
+	}
+	return m
 }
 
 // nearest returns the known name closest to s by edit distance, or "" when none is close.

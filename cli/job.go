@@ -58,8 +58,8 @@ func explainChange(op string, err error, check string) error {
 	return explain(op, err)
 }
 
-func jobNotFound(name string) error {
-	return fmt.Errorf("job %s not found; list the jobs with 'corral job list'", printable(name, 128))
+func jobNotFound(c *cli.Context, name string) error {
+	return fmt.Errorf("job %s not found; list the jobs with '%s'", printable(name, 128), hint(c, "job list"))
 }
 
 // readSpec reads a job spec from path, or from stdin for "-".
@@ -115,12 +115,12 @@ func jobRunCommand() *cli.Command {
 					return fmt.Errorf("the job spec on standard input is invalid (%d problem(s) listed above); fix it and submit it again",
 						len(se.Fields))
 				}
-				return fmt.Errorf("job spec %s is invalid (%d problem(s) listed above); fix it and run 'corral job run %s' again",
-					path, len(se.Fields), path)
+				return fmt.Errorf("job spec %s is invalid (%d problem(s) listed above); fix it and run '%s' again",
+					path, len(se.Fields), hint(c, "job run", path))
 			}
 			if err != nil {
 				return explainChange("submit job", err,
-					"check with 'corral job list', or run the same spec again: an unchanged spec changes nothing")
+					"check with '"+hint(c, "job list")+"', or run the same spec again: an unchanged spec changes nothing")
 			}
 			verb := "submitted"
 			if !changed {
@@ -207,7 +207,7 @@ func jobStatusCommand() *cli.Command {
 			}
 			j, allocs, err := cl.Job(c.Context, name)
 			if errors.Is(err, client.ErrJobNotFound) {
-				return jobNotFound(name)
+				return jobNotFound(c, name)
 			}
 			if err != nil {
 				return explain("job status", err)
@@ -419,16 +419,16 @@ func jobStopCommand() *cli.Command {
 			}
 			j, err := cl.StopJob(c.Context, name)
 			if errors.Is(err, client.ErrJobNotFound) {
-				return jobNotFound(name)
+				return jobNotFound(c, name)
 			}
 			if err != nil {
-				return explainChange("stop job", err, "check with 'corral job status "+name+"', or stop it again")
+				return explainChange("stop job", err, "check with '"+hint(c, "job status", printable(name, 128))+"', or stop it again")
 			}
 			if j.Status == "stopped" {
 				_, err = fmt.Fprintf(c.App.Writer, "job %s stopped\n", j.Name)
 				return err
 			}
-			_, err = fmt.Fprintf(c.App.Writer, "job %s stopping; follow it with 'corral job status %s'\n", j.Name, j.Name)
+			_, err = fmt.Fprintf(c.App.Writer, "job %s stopping; follow it with '%s'\n", j.Name, hint(c, "job status", j.Name))
 			return err
 		},
 	}

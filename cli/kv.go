@@ -62,8 +62,8 @@ func kvPutCommand() *cli.Command {
 				rev, err = cl.CompareAndPut(c.Context, key, value, prev)
 				var apiErr *client.Error
 				if errors.Is(err, client.ErrCompareFailed) && errors.As(err, &apiErr) {
-					return fmt.Errorf("put %q: compare failed: its mod revision is %d, not %d (read it with 'corral kv get')",
-						key, apiErr.ModRevision, prev)
+					return fmt.Errorf("put %q: compare failed: its mod revision is %d, not %d (read it with '%s')",
+						key, apiErr.ModRevision, prev, hint(c, "kv get", key))
 				}
 			} else if lease := c.Int64("lease"); lease != 0 {
 				rev, err = cl.PutWithLease(c.Context, key, value, lease)

@@ -54,7 +54,8 @@ func tokenCreateCommand() *cli.Command {
 			}
 			t, err := cl.CreateJoinToken(c.Context, role, c.Duration("ttl"), c.Int("uses"))
 			if errors.Is(err, client.ErrTooManyTokens) {
-				return fmt.Errorf("create join token: %w (revoke unused ones with 'corral token revoke ID', see 'corral token list')", err)
+				return fmt.Errorf("create join token: %w (revoke unused ones with '%s', see '%s')", err,
+					hint(c, "token revoke", "ID"), hint(c, "token list"))
 			}
 			if err != nil {
 				return explain("create join token", err)
