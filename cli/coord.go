@@ -83,20 +83,7 @@ func leaseCommand() *cli.Command {
 						"keys": l.Keys, "locks": l.Locks})
 				},
 			},
-			{
-				Name: "keepalive", Usage: "refresh a lease once", ArgsUsage: "ID", Flags: clientFlags(),
-				Action: func(c *cli.Context) error {
-					id, err := idArg(c)
-					if err != nil {
-						return err
-					}
-					cl, err := newClient(c)
-					if err != nil {
-						return err
-					}
-					return explain(fmt.Sprintf("keep lease %d alive", id), cl.KeepAliveOnce(c.Context, id))
-				},
-			},
+			leaseKeepAliveCommand(idArg), // lease.go
 			{
 				Name: "revoke", Usage: "end a lease now: delete its keys, release its locks", ArgsUsage: "ID", Flags: clientFlags(),
 				Action: func(c *cli.Context) error {
