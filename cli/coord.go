@@ -141,36 +141,10 @@ func serviceCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "service",
 		Usage: "list the live instances of a service (corral-worker: the alive workers with their load)",
-		Description: "   corral service ls master\n   corral service ls corral-worker\n" +
+		Description: "   corral service ls\n   corral service ls master\n   corral service ls corral-worker\n" +
 			"Instances register with PUT /v1/services/{name}/{instance}?lease=ID or the Go client's Register.",
-		Action: groupCommand("service", "ls", "register", "deregister"),
-		Subcommands: []*cli.Command{serviceRegisterCommand(), serviceDeregisterCommand(), {
-			Name: "ls", Usage: "print a service's live instances (JSON; -o table for a table)", ArgsUsage: "NAME",
-			Flags: append(clientFlags(), outputFlag("json")),
-			Action: func(c *cli.Context) error {
-				if err := wantArgs(c, 1); err != nil {
-					return err
-				}
-				asJSON, err := jsonOutput(c)
-				if err != nil {
-					return err
-				}
-				cl, err := newClient(c)
-				if err != nil {
-					return err
-				}
-				inst, rev, err := cl.Instances(c.Context, c.Args().First())
-				if err != nil {
-					return explain("list service "+c.Args().First(), err)
-				}
-				if !asJSON {
-					return printInstances(c.App.Writer, inst)
-				}
-				enc := json.NewEncoder(c.App.Writer)
-				enc.SetIndent("", "  ")
-				return enc.Encode(map[string]any{"service": c.Args().First(), "instances": inst, "revision": rev})
-			},
-		}},
+		Action:      groupCommand("service", "ls", "register", "deregister"),
+		Subcommands: []*cli.Command{serviceRegisterCommand(), serviceDeregisterCommand(), serviceLsCommand()}, // service.go
 	}
 }
 
@@ -242,24 +216,6 @@ func printLease(w io.Writer, l client.Lease) error {
 	fmt.Fprintf(tw, "keys:\t%s\n", orDash(printableList(l.Keys)))
 	fmt.Fprintf(tw, "locks:\t%s\n", orDash(printableList(l.Locks)))
 	return tw.Flush()
-}
-
-// printInstances is `service ls NAME -o table`.
-func printInstances(w io.Writer, inst []client.ServiceInstance) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "INSTANCE\tADDRESS\tLEASE\tMETADATA")
-	for _, in := range inst {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", printable(in.Instance, 64), orDash(printable(in.Address, 64)), in.Lease,
-			orDash(formatLabels(in.Metadata)))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if len(inst) == 0 {
-		_, err := fmt.Fprintln(w, "(no live instances)")
-		return err
-	}
-	return nil
 }
 
 func printableList(items []string) string {
