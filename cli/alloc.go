@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -17,7 +18,8 @@ func allocCommand() *cli.Command {
 		Name:  "alloc",
 		Usage: "list and inspect allocations (job instances placed on workers), read their logs, restart them",
 		Description: "   corral alloc list --job web\n   corral alloc status ID\n" +
-			"   corral alloc logs --follow ID\n   corral alloc restart ID",
+			"   corral alloc logs --follow ID\n   corral alloc restart ID\n" +
+			"ID may be any unique prefix of an allocation id.",
 		Subcommands: []*cli.Command{allocListCommand(), allocStatusCommand(), allocLogsCommand(), allocRestartCommand()},
 		Action:      groupCommand("alloc", "list", "status", "logs", "restart"),
 	}
@@ -103,6 +105,12 @@ func allocStatusCommand() *cli.Command {
 			}
 			a, err := cl.Allocation(c.Context, id)
 			if errors.Is(err, client.ErrAllocNotFound) {
+				if id, err = expandAllocID(c, cl, id); err != nil {
+					return err
+				}
+				a, err = cl.Allocation(c.Context, id)
+			}
+			if errors.Is(err, client.ErrAllocNotFound) {
 				return allocNotFound(c, id)
 			}
 			if err != nil {
@@ -178,6 +186,12 @@ func allocLogsCommand() *cli.Command {
 			ctx, stop := signalContext(c.Context)
 			defer stop()
 			r, err := cl.AllocLogs(ctx, id, stream, c.Bool("follow"), tail)
+			if errors.Is(err, client.ErrAllocNotFound) {
+				if id, err = expandAllocID(c, cl, id); err != nil {
+					return err
+				}
+				r, err = cl.AllocLogs(ctx, id, stream, c.Bool("follow"), tail)
+			}
 			switch {
 			case errors.Is(err, client.ErrAllocNotFound):
 				return allocNotFound(c, id)
@@ -215,6 +229,12 @@ func allocRestartCommand() *cli.Command {
 				return err
 			}
 			a, err := cl.RestartAlloc(c.Context, id)
+			if errors.Is(err, client.ErrAllocNotFound) {
+				if id, err = expandAllocID(c, cl, id); err != nil {
+					return err
+				}
+				a, err = cl.RestartAlloc(c.Context, id)
+			}
 			switch {
 			case errors.Is(err, client.ErrAllocNotFound):
 				return allocNotFound(c, id)
@@ -234,4 +254,37 @@ func allocRestartCommand() *cli.Command {
 			return err
 		},
 	}
+}
+
+// expandAllocID is called when id names no allocation: it returns the id of the one allocation whose id starts
+// with id, so that users can type a short unique prefix as with git commits, or an error that lists the
+// candidates when several match, or allocNotFound when none does.
+func expandAllocID(c *cli.Context, cl *client.Client, id string) (string, error) {
+	all, err := cl.FilterAllocations(c.Context, client.AllocFilter{})
+	if err != nil {
+		return "", explain("list allocations to expand the prefix "+printable(id, 64), err)
+	}
+	var matches []client.Allocation
+	for _, a := range all {
+		if strings.HasPrefix(a.ID, id) {
+			matches = append(matches, a)
+		}
+	}
+	switch len(matches) {
+	case 0:
+		return "", allocNotFound(c, id)
+	case 1:
+		return matches[0].ID, nil
+	}
+	const show = 10
+	var lines []string
+	for i, a := range matches {
+		if i == show {
+			lines = append(lines, fmt.Sprintf("  ... and %d more", len(matches)-show))
+			break
+		}
+		lines = append(lines, fmt.Sprintf("  %s (job %s, %s)", printable(a.ID, 64), printable(a.Job, 64), a.State))
+	}
+	return "", fmt.Errorf("allocation id prefix %s is ambiguous: %d allocations start with it; give more of the id:\n%s",
+		printable(id, 64), len(matches), strings.Join(lines, "\n"))
 }

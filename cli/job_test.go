@@ -628,3 +628,56 @@ func TestHintsKeepTheEndpoints(t *testing.T) {
 	require.Equal(t, `'it'\''s'`, shellQuote("it's"))
 	require.Equal(t, "http://127.0.0.1:8080,http://h:1", shellQuote("http://127.0.0.1:8080,http://h:1"))
 }
+
+// TestAllocIDPrefixes: a unique prefix names its allocation in status, logs and restart; an ambiguous one lists
+// the candidates.
+func TestAllocIDPrefixes(t *testing.T) {
+	ids := []string{"abc123", "abd456"}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/allocations", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, 200, map[string]any{"allocations": []any{allocAnswer(ids[0], "running", nil, false), allocAnswer(ids[1], "failed", 3, false)}})
+	})
+	exact := func(w http.ResponseWriter, r *http.Request) bool {
+		if id := r.PathValue("id"); id != ids[0] && id != ids[1] {
+			writeJSON(w, 404, map[string]any{"error": "allocation not found", "code": "allocation_not_found"})
+			return false
+		}
+		return true
+	}
+	mux.HandleFunc("GET /v1/allocations/{id}", func(w http.ResponseWriter, r *http.Request) {
+		if exact(w, r) {
+			writeJSON(w, 200, map[string]any{"allocation": allocAnswer(r.PathValue("id"), "running", nil, true)})
+		}
+	})
+	mux.HandleFunc("POST /v1/allocations/{id}/restart", func(w http.ResponseWriter, r *http.Request) {
+		if exact(w, r) {
+			writeJSON(w, 200, map[string]any{"allocation": allocAnswer(r.PathValue("id"), "running", nil, true)})
+		}
+	})
+	mux.HandleFunc("GET /v1/allocations/{id}/logs", func(w http.ResponseWriter, r *http.Request) {
+		if exact(w, r) {
+			_, _ = io.WriteString(w, "log of "+r.PathValue("id")+"\n")
+		}
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	ep := "--endpoints=" + srv.URL
+
+	out, _, err := run(t, "alloc", "status", ep, "-o", "json", "abc")
+	require.NoError(t, err)
+	require.Contains(t, out, `"id": "abc123"`)
+	out, _, err = run(t, "alloc", "logs", ep, "abd")
+	require.NoError(t, err)
+	require.Equal(t, "log of abd456\n", out)
+	out, _, err = run(t, "alloc", "restart", ep, "abc1")
+	require.NoError(t, err)
+	require.Contains(t, out, "allocation abc123 restart requested")
+
+	for _, cmd := range []string{"status", "logs", "restart"} {
+		_, _, err = run(t, "alloc", cmd, ep, "ab")
+		require.EqualError(t, err, "allocation id prefix ab is ambiguous: 2 allocations start with it; give more of the id:\n"+
+			"  abc123 (job web, running)\n  abd456 (job web, failed)", cmd)
+	}
+	_, _, err = run(t, "alloc", "status", ep, "abx")
+	require.ErrorContains(t, err, "allocation abx not found")
+}
