@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"unicode/utf8"
 
@@ -107,8 +108,8 @@ func kvGetCommand() *cli.Command {
 				return err
 			}
 			kv, err := cl.Get(c.Context, key, readOpts(c)...)
-			if errors.Is(err, client.ErrNotFound) {
-				return fmt.Errorf("key %q not found (list keys with 'corral kv ls PREFIX')", key)
+			if keyNotFound(err) {
+				return fmt.Errorf("key %q not found (list keys with '%s')", key, hint(c, "kv ls", "PREFIX"))
 			}
 			if err != nil {
 				return explain(fmt.Sprintf("get %q", key), err)
@@ -231,4 +232,15 @@ func kvLsJSON(c *cli.Context, cl *client.Client, prefix string) error {
 	}
 	_, err = fmt.Fprintf(w, "\n], \"revision\": %d}\n", rev)
 	return err
+}
+
+// keyNotFound reports whether err is the controller's answer that the key does not exist. Any server that is
+// not a controller's API (a worker's HTTP port, a proxy) may answer 404 with the same "not_found" code for a
+// route it does not have: that must show as its own message, not as a missing key.
+func keyNotFound(err error) bool {
+	var apiErr *client.Error
+	if !errors.Is(err, client.ErrNotFound) || !errors.As(err, &apiErr) {
+		return false
+	}
+	return apiErr.Message == "" || strings.HasPrefix(apiErr.Message, "key ")
 }
