@@ -60,9 +60,13 @@ func devAction(c *cli.Context) error {
 			}
 		}()
 	}
+	// A kept data dir keeps its certificates: issuing new ones would swap them under a `corral dev` that still
+	// runs on it (the second one then fails: the data dir is in use).
 	tlsDir := filepath.Join(dataDir, "tls")
-	if err := transport.CreateCerts(tlsDir, transport.RoleController, "1", []string{"127.0.0.1", "localhost"}); err != nil {
-		return fmt.Errorf("create dev certificates: %w", err)
+	if !fileExists(filepath.Join(tlsDir, transport.NodeFile)) {
+		if err := transport.CreateCerts(tlsDir, transport.RoleController, "1", []string{"127.0.0.1", "localhost"}); err != nil {
+			return fmt.Errorf("create dev certificates: %w", err)
+		}
 	}
 	clusterAddr := c.String("cluster-addr")
 	ctrl, err := roles.StartController(roles.ControllerConfig{
@@ -135,9 +139,11 @@ func startDevWorkers(n int, dataDir, caDir string, controllers []string, logger 
 		id := fmt.Sprintf("dev-worker-%d", i)
 		dir := filepath.Join(dataDir, "workers", id)
 		tlsDir := filepath.Join(dir, "tls")
-		if _, err := transport.IssueCert(caDir, transport.RoleWorker, id, nil, tlsDir); err != nil {
-			stopAll()
-			return nil, fmt.Errorf("issue the certificate of dev worker %s: %w", id, err)
+		if !fileExists(filepath.Join(tlsDir, transport.NodeFile)) {
+			if _, err := transport.IssueCert(caDir, transport.RoleWorker, id, nil, tlsDir); err != nil {
+				stopAll()
+				return nil, fmt.Errorf("issue the certificate of dev worker %s: %w", id, err)
+			}
 		}
 		w, err := roles.StartWorker(roles.WorkerConfig{
 			ID: id, DataDir: dir, TLSDir: tlsDir, Controllers: controllers,
@@ -187,4 +193,9 @@ Watch it:
 
 Press Ctrl-C to stop.
 `, base, dataDir, keep, eps, workers, jobs)
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -167,4 +168,26 @@ func TestDevRemovesItsTemporaryDataDir(t *testing.T) {
 	require.True(t, strings.HasSuffix(strings.TrimSpace(out), "corral dev: stopped (data removed). Bye."), out)
 	_, err := os.Stat(dir)
 	require.True(t, os.IsNotExist(err), "temporary data dir %s still exists after exit", dir)
+}
+
+// TestDevDataDirInUse: a second node on a data dir in use fails at once, naming the process that holds it, in
+// one message (not "open raft log X: open raft log X: ...").
+func TestDevDataDirInUse(t *testing.T) {
+	dataDir := filepath.Join(t.TempDir(), "dev")
+	d := startDevProcess(t, "--workers", "0", "--data-dir", dataDir)
+	cl := d.client(t)
+	require.Eventually(t, func() bool {
+		_, err := cl.Put(context.Background(), "ready", []byte("1"))
+		return err == nil
+	}, 30*time.Second, 50*time.Millisecond, "corral dev never took a write")
+
+	out, code := runCLI(t, "dev", "--workers", "0", "--data-dir", dataDir, "--http-addr", freeAddr(t), "--cluster-addr", freeAddr(t))
+	require.Equal(t, 1, code, out)
+	want := fmt.Sprintf("corral: start dev controller: data dir %s: in use by another process (pid %d); "+
+		"stop that process first, or give this node another --data-dir\n", dataDir, d.cmd.Process.Pid)
+	require.True(t, strings.HasSuffix(out, want), "got:\n%s\nwant the last line:\n%s", out, want)
+	require.Equal(t, 1, strings.Count(out, dataDir), "the data dir is named once: %s", out)
+
+	code, out = d.interrupt(t)
+	require.Equal(t, 0, code, out)
 }
