@@ -18,8 +18,9 @@ test:
 test-third-party:
 	GO="$(GO)" ./scripts/test-third-party.sh
 
+# corral dev: a controller and one worker; e.g. make run ARGS="--workers 3 --data-dir /tmp/corral-dev"
 run:
-	$(GO) run . dev
+	$(GO) run . dev $(ARGS)
 
 # gofmt -l prints files that need formatting; any output fails the target.
 lint:

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -17,14 +18,16 @@ func allocCommand() *cli.Command {
 		Name:  "alloc",
 		Usage: "list and inspect allocations (job instances placed on workers), read their logs, restart them",
 		Description: "   corral alloc list --job web\n   corral alloc status ID\n" +
-			"   corral alloc logs --follow ID\n   corral alloc restart ID",
+			"   corral alloc logs --follow ID\n   corral alloc restart ID\n" +
+			"ID may be any unique prefix of an allocation id.",
 		Subcommands: []*cli.Command{allocListCommand(), allocStatusCommand(), allocLogsCommand(), allocRestartCommand()},
 		Action:      groupCommand("alloc", "list", "status", "logs", "restart"),
 	}
 }
 
-func allocNotFound(id string) error {
-	return fmt.Errorf("allocation %s not found; list them with 'corral alloc list' or 'corral job status JOB'", printable(id, 128))
+func allocNotFound(c *cli.Context, id string) error {
+	return fmt.Errorf("allocation %s not found; list them with '%s' or '%s'", printable(id, 128),
+		hint(c, "alloc list"), hint(c, "job status", "JOB"))
 }
 
 func allocListCommand() *cli.Command {
@@ -32,13 +35,17 @@ func allocListCommand() *cli.Command {
 		Name:    "list",
 		Aliases: []string{"ls"},
 		Usage:   "list allocations, optionally only those of a job, a worker or in a state",
-		Flags: append(clientFlags(), jsonFlag(),
+		Flags: append(append(clientFlags(), outputFlags()...),
 			&cli.StringFlag{Name: "job", EnvVars: envVars("job"), Usage: "only this job's allocations"},
 			&cli.StringFlag{Name: "worker", EnvVars: envVars("worker"), Usage: "only allocations placed on this worker"},
 			&cli.StringFlag{Name: "state", EnvVars: envVars("state"),
 				Usage: "only allocations in this state: pending, starting, running, exited, failed, lost or stopped"}),
 		Action: func(c *cli.Context) error {
 			if err := wantArgs(c, 0); err != nil {
+				return err
+			}
+			asJSON, err := jsonOutput(c)
+			if err != nil {
 				return err
 			}
 			cl, err := newClient(c)
@@ -49,7 +56,7 @@ func allocListCommand() *cli.Command {
 			if err != nil {
 				return explain("list allocations", err)
 			}
-			if c.Bool("json") {
+			if asJSON {
 				if allocs == nil {
 					allocs = []client.Allocation{}
 				}
@@ -82,24 +89,34 @@ func allocStatusCommand() *cli.Command {
 		Name:      "status",
 		Usage:     "show an allocation's job, worker, state, exit code and state history",
 		ArgsUsage: "ID",
-		Flags:     append(clientFlags(), jsonFlag()),
+		Flags:     append(clientFlags(), outputFlags()...),
 		Action: func(c *cli.Context) error {
 			if err := wantArgs(c, 1); err != nil {
 				return err
 			}
 			id := c.Args().First()
+			asJSON, err := jsonOutput(c)
+			if err != nil {
+				return err
+			}
 			cl, err := newClient(c)
 			if err != nil {
 				return err
 			}
 			a, err := cl.Allocation(c.Context, id)
 			if errors.Is(err, client.ErrAllocNotFound) {
-				return allocNotFound(id)
+				if id, err = expandAllocID(c, cl, id); err != nil {
+					return err
+				}
+				a, err = cl.Allocation(c.Context, id)
+			}
+			if errors.Is(err, client.ErrAllocNotFound) {
+				return allocNotFound(c, id)
 			}
 			if err != nil {
 				return explain("allocation status", err)
 			}
-			if c.Bool("json") {
+			if asJSON {
 				return printJSON(c.App.Writer, map[string]any{"allocation": a})
 			}
 			return printAllocStatus(c.App.Writer, a, time.Now())
@@ -169,12 +186,18 @@ func allocLogsCommand() *cli.Command {
 			ctx, stop := signalContext(c.Context)
 			defer stop()
 			r, err := cl.AllocLogs(ctx, id, stream, c.Bool("follow"), tail)
+			if errors.Is(err, client.ErrAllocNotFound) {
+				if id, err = expandAllocID(c, cl, id); err != nil {
+					return err
+				}
+				r, err = cl.AllocLogs(ctx, id, stream, c.Bool("follow"), tail)
+			}
 			switch {
 			case errors.Is(err, client.ErrAllocNotFound):
-				return allocNotFound(id)
+				return allocNotFound(c, id)
 			case errors.Is(err, client.ErrLogUnavailable):
-				return fmt.Errorf("logs of allocation %s are unavailable: %w (its worker may be down or gone; see 'corral alloc status %s')",
-					printable(id, 128), err, printable(id, 128))
+				return fmt.Errorf("logs of allocation %s are unavailable: %w (its worker may be down or gone; see '%s')",
+					printable(id, 128), err, hint(c, "alloc status", printable(id, 128)))
 			case err != nil && ctx.Err() != nil:
 				return nil // interrupted
 			case err != nil:
@@ -206,23 +229,62 @@ func allocRestartCommand() *cli.Command {
 				return err
 			}
 			a, err := cl.RestartAlloc(c.Context, id)
+			if errors.Is(err, client.ErrAllocNotFound) {
+				if id, err = expandAllocID(c, cl, id); err != nil {
+					return err
+				}
+				a, err = cl.RestartAlloc(c.Context, id)
+			}
 			switch {
 			case errors.Is(err, client.ErrAllocNotFound):
-				return allocNotFound(id)
+				return allocNotFound(c, id)
 			case errors.Is(err, client.ErrNotRunning):
 				var apiErr *client.Error
 				msg := "it is not running"
 				if errors.As(err, &apiErr) && apiErr.Message != "" {
 					msg = apiErr.Message
 				}
-				return fmt.Errorf("cannot restart allocation %s: %s (only a running allocation restarts; to run a stopped job again use 'corral job run FILE')",
-					printable(id, 128), msg)
+				return fmt.Errorf("cannot restart allocation %s: %s (only a running allocation restarts; to run a stopped job again use '%s')",
+					printable(id, 128), msg, hint(c, "job run", "FILE"))
 			case err != nil:
-				return explainChange("restart allocation", err, "check with 'corral alloc status "+id+"' before restarting again")
+				return explainChange("restart allocation", err, "check with '"+hint(c, "alloc status", printable(id, 128))+"' before restarting again")
 			}
-			_, err = fmt.Fprintf(c.App.Writer, "allocation %s restart requested on worker %s; watch it with 'corral alloc status %s'\n",
-				a.ID, a.Worker, a.ID)
+			_, err = fmt.Fprintf(c.App.Writer, "allocation %s restart requested on worker %s; watch it with '%s'\n",
+				a.ID, a.Worker, hint(c, "alloc status", a.ID))
 			return err
 		},
 	}
+}
+
+// expandAllocID is called when id names no allocation: it returns the id of the one allocation whose id starts
+// with id, so that users can type a short unique prefix as with git commits, or an error that lists the
+// candidates when several match, or allocNotFound when none does.
+func expandAllocID(c *cli.Context, cl *client.Client, id string) (string, error) {
+	all, err := cl.FilterAllocations(c.Context, client.AllocFilter{})
+	if err != nil {
+		return "", explain("list allocations to expand the prefix "+printable(id, 64), err)
+	}
+	var matches []client.Allocation
+	for _, a := range all {
+		if strings.HasPrefix(a.ID, id) {
+			matches = append(matches, a)
+		}
+	}
+	switch len(matches) {
+	case 0:
+		return "", allocNotFound(c, id)
+	case 1:
+		return matches[0].ID, nil
+	}
+	const show = 10
+	var lines []string
+	for i, a := range matches {
+		if i == show {
+			lines = append(lines, fmt.Sprintf("  ... and %d more", len(matches)-show))
+			break
+		}
+		lines = append(lines, fmt.Sprintf("  %s (job %s, %s)", printable(a.ID, 64), printable(a.Job, 64), a.State))
+	}
+	return "", fmt.Errorf("allocation id prefix %s is ambiguous: %d allocations start with it; give more of the id:\n%s",
+		printable(id, 64), len(matches), strings.Join(lines, "\n"))
 }

@@ -11,12 +11,13 @@ import (
 
 // App returns corral's command-line application. Each call builds a fresh App, so tests can run several.
 func App() *cli.App {
-	return &cli.App{
+	app := &cli.App{
 		Name:  "corral",
 		Usage: "a cluster's coordination service and workload runner in one binary",
 		Description: "Start a throwaway one-node cluster with `corral dev`, then use `corral kv` and `corral status`\n" +
 			"against it. Every flag can also be set with an environment variable CORRAL_<FLAG_NAME>,\n" +
-			"e.g. --endpoints is CORRAL_ENDPOINTS. Flags go before positional arguments.",
+			"e.g. --endpoints is CORRAL_ENDPOINTS, or in a YAML file given with --config. Flags go before\n" +
+			"positional arguments.",
 		Commands: []*cli.Command{
 			runCommand(),
 			devCommand(),
@@ -37,8 +38,17 @@ func App() *cli.App {
 			jobCommand(),    // job.go
 			allocCommand(),  // alloc.go
 			serviceCommand(),
+			versionCommand(),    // version.go
+			completionCommand(), // version.go
 		},
+		Flags: []cli.Flag{versionFlag(), configFlag()},
+		// completionCommand's scripts ask the binary for candidates (--generate-bash-completion).
+		EnableBashCompletion: true,
 		Action: func(c *cli.Context) error {
+			if c.Bool("version") {
+				printVersion(c.App.Writer)
+				return nil
+			}
 			if c.Args().Present() {
 				return fmt.Errorf("unknown command %q; run 'corral --help' to list the commands", c.Args().First())
 			}
@@ -47,6 +57,8 @@ func App() *cli.App {
 		// urfave/cli would call os.Exit itself for errors that carry an exit code; main owns the exit code.
 		ExitErrHandler: func(*cli.Context, error) {},
 	}
+	useConfigFile(app) // config.go
+	return app
 }
 
 // envVars returns the environment variable that backs flag name: "data-dir" -> CORRAL_DATA_DIR.

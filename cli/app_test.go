@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -462,4 +463,23 @@ func TestMetricsListenerOfController(t *testing.T) {
 	require.NoError(t, ctrl.Close())
 	_, err = net.DialTimeout("tcp", metricsAddr, time.Second)
 	require.Error(t, err, "the metrics listener outlived the controller")
+}
+
+// TestKVGetFromAWorker: a worker's HTTP port answers 404 "not_found" to every API route; kv get must show that
+// answer and say where to point --endpoints, not report a missing key.
+func TestKVGetFromAWorker(t *testing.T) {
+	worker := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The body roles/worker/http.go answers for any route it does not serve.
+		writeJSON(w, http.StatusNotFound, map[string]string{"code": "not_found",
+			"error": "no route for " + r.Method + " " + r.URL.Path + " on a worker: it serves /healthz, /readyz and /metrics"})
+	}))
+	t.Cleanup(worker.Close)
+	_, _, err := run(t, "kv", "get", "--endpoints", worker.URL, "greeting")
+	require.ErrorContains(t, err, "no route for GET /v1/kv/greeting on a worker")
+	require.ErrorContains(t, err, "point --endpoints at a controller's --http-addr")
+	require.NotContains(t, err.Error(), "key \"greeting\" not found")
+
+	_, url := newFakeAPI(t)
+	_, _, err = run(t, "kv", "get", "--endpoints", url, "greeting")
+	require.EqualError(t, err, "key \"greeting\" not found (list keys with 'corral kv ls --endpoints "+url+" PREFIX')")
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/corral-dev/corral/client"
 	"github.com/corral-dev/corral/metadata"
 	"github.com/corral-dev/corral/transport"
 )
@@ -235,9 +236,13 @@ func certsRevokedCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "revoked",
 		Usage: "list the certificate deny-list",
-		Flags: clientFlags(),
+		Flags: append(clientFlags(), outputFlag("table")),
 		Action: func(c *cli.Context) error {
 			if err := wantArgs(c, 0); err != nil {
+				return err
+			}
+			asJSON, err := jsonOutput(c)
+			if err != nil {
 				return err
 			}
 			cl, err := newClient(c)
@@ -247,6 +252,12 @@ func certsRevokedCommand() *cli.Command {
 			list, err := cl.Revocations(c.Context)
 			if err != nil {
 				return explain("list revoked certificates", err)
+			}
+			if asJSON {
+				if list == nil {
+					list = []client.Revocation{}
+				}
+				return printJSON(c.App.Writer, map[string]any{"revoked": list})
 			}
 			tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "SERIAL\tWORKER\tREVOKED\tREASON")

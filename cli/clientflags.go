@@ -74,6 +74,10 @@ func explain(op string, err error) error {
 		hint = "the controller's HTTPS certificate is not signed by a CA this command trusts: pass --cacert with the CA that signed --http-tls-cert (e.g. the cluster's ca.pem)"
 	case errors.As(err, &badHost):
 		hint = "the controller's HTTPS certificate does not name the host in --endpoints: use a name it lists, or re-issue it with that host in --hosts"
+	case strings.Contains(err.Error(), "on a worker: it serves"):
+		hint = "that address is a worker's, which serves no API: point --endpoints at a controller's --http-addr"
+	case strings.Contains(err.Error(), "on the metrics listener"):
+		hint = "that address is a controller's --metrics-addr: point --endpoints at its --http-addr"
 	case strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
 		hint = "that controller serves plain HTTP: use an http:// endpoint"
 	case errors.Is(err, client.ErrUnauthorized):

@@ -51,9 +51,13 @@ func controllerListCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "list",
 		Usage: "show every controller with its role, replication progress and lag (from the leader)",
-		Flags: clientFlags(),
+		Flags: append(clientFlags(), outputFlag("table")),
 		Action: func(c *cli.Context) error {
 			if err := wantArgs(c, 0); err != nil {
+				return err
+			}
+			asJSON, err := jsonOutput(c)
+			if err != nil {
 				return err
 			}
 			cl, err := newClient(c)
@@ -63,6 +67,9 @@ func controllerListCommand() *cli.Command {
 			list, err := cl.Controllers(c.Context)
 			if err != nil {
 				return explain("list controllers", err)
+			}
+			if asJSON {
+				return printJSON(c.App.Writer, list)
 			}
 			q := list.Quorum
 			fmt.Fprintf(c.App.Writer, "leader %d, term %d; quorum %s: %d of %d voters reachable, %d needed, tolerates %d more failure(s); %d learner(s)\n\n",

@@ -3,11 +3,15 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/corral-dev/corral/client"
 )
 
 func leaseCommand() *cli.Command {
@@ -51,9 +55,14 @@ func leaseCommand() *cli.Command {
 				},
 			},
 			{
-				Name: "show", Usage: "print a lease's TTL, remaining time, keys and locks as JSON", ArgsUsage: "ID", Flags: clientFlags(),
+				Name: "show", Usage: "print a lease's TTL, remaining time, keys and locks (JSON; -o table for a table)", ArgsUsage: "ID",
+				Flags: append(clientFlags(), outputFlag("json")),
 				Action: func(c *cli.Context) error {
 					id, err := idArg(c)
+					if err != nil {
+						return err
+					}
+					asJSON, err := jsonOutput(c)
 					if err != nil {
 						return err
 					}
@@ -65,26 +74,16 @@ func leaseCommand() *cli.Command {
 					if err != nil {
 						return explain(fmt.Sprintf("show lease %d", id), err)
 					}
+					if !asJSON {
+						return printLease(c.App.Writer, l)
+					}
 					enc := json.NewEncoder(c.App.Writer)
 					enc.SetIndent("", "  ")
 					return enc.Encode(map[string]any{"id": l.ID, "ttl": l.TTL.String(), "remaining": l.Remaining.String(),
 						"keys": l.Keys, "locks": l.Locks})
 				},
 			},
-			{
-				Name: "keepalive", Usage: "refresh a lease once", ArgsUsage: "ID", Flags: clientFlags(),
-				Action: func(c *cli.Context) error {
-					id, err := idArg(c)
-					if err != nil {
-						return err
-					}
-					cl, err := newClient(c)
-					if err != nil {
-						return err
-					}
-					return explain(fmt.Sprintf("keep lease %d alive", id), cl.KeepAliveOnce(c.Context, id))
-				},
-			},
+			leaseKeepAliveCommand(idArg), // lease.go
 			{
 				Name: "revoke", Usage: "end a lease now: delete its keys, release its locks", ArgsUsage: "ID", Flags: clientFlags(),
 				Action: func(c *cli.Context) error {
@@ -142,28 +141,10 @@ func serviceCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "service",
 		Usage: "list the live instances of a service (corral-worker: the alive workers with their load)",
-		Description: "   corral service ls master\n   corral service ls corral-worker\n" +
+		Description: "   corral service ls\n   corral service ls master\n   corral service ls corral-worker\n" +
 			"Instances register with PUT /v1/services/{name}/{instance}?lease=ID or the Go client's Register.",
-		Action: groupCommand("service", "ls", "register", "deregister"),
-		Subcommands: []*cli.Command{serviceRegisterCommand(), serviceDeregisterCommand(), {
-			Name: "ls", Usage: "print a service's live instances as JSON", ArgsUsage: "NAME", Flags: clientFlags(),
-			Action: func(c *cli.Context) error {
-				if err := wantArgs(c, 1); err != nil {
-					return err
-				}
-				cl, err := newClient(c)
-				if err != nil {
-					return err
-				}
-				inst, rev, err := cl.Instances(c.Context, c.Args().First())
-				if err != nil {
-					return explain("list service "+c.Args().First(), err)
-				}
-				enc := json.NewEncoder(c.App.Writer)
-				enc.SetIndent("", "  ")
-				return enc.Encode(map[string]any{"service": c.Args().First(), "instances": inst, "revision": rev})
-			},
-		}},
+		Action:      groupCommand("service", "ls", "register", "deregister"),
+		Subcommands: []*cli.Command{serviceRegisterCommand(), serviceDeregisterCommand(), serviceLsCommand()}, // service.go
 	}
 }
 
@@ -224,4 +205,23 @@ func serviceDeregisterCommand() *cli.Command {
 			return nil
 		},
 	}
+}
+
+// printLease is `lease show -o table`.
+func printLease(w io.Writer, l client.Lease) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 1, ' ', 0)
+	fmt.Fprintf(tw, "id:\t%d\n", l.ID)
+	fmt.Fprintf(tw, "ttl:\t%s\n", l.TTL)
+	fmt.Fprintf(tw, "remaining:\t%s\n", l.Remaining)
+	fmt.Fprintf(tw, "keys:\t%s\n", orDash(printableList(l.Keys)))
+	fmt.Fprintf(tw, "locks:\t%s\n", orDash(printableList(l.Locks)))
+	return tw.Flush()
+}
+
+func printableList(items []string) string {
+	out := make([]string, len(items))
+	for i, s := range items {
+		out[i] = printable(s, 80)
+	}
+	return strings.Join(out, ", ")
 }

@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 
@@ -15,9 +17,11 @@ import (
 func devCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "dev",
-		Usage: "run a throwaway one-node cluster on this machine for trying corral out",
-		Description: "Without --data-dir the data lives in a fresh temporary directory that is removed on exit.\n" +
-			"Example: corral dev --http-addr 127.0.0.1:9090",
+		Usage: "run a throwaway cluster on this machine for trying corral out: one controller and --workers workers",
+		Description: "The workers run in this process, each with its own certificate and data dir, and run jobs'\n" +
+			"tasks as this user. Without --data-dir the data lives in a fresh temporary directory that is\n" +
+			"removed on exit; with it, the cluster (keys, jobs, workers' ids) is kept for the next run.\n" +
+			"Example: corral dev --workers 3 --http-addr 127.0.0.1:9090",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "data-dir", EnvVars: envVars("data-dir"),
 				Usage: "keep the data here (reused across runs); default: a fresh temporary directory"},
@@ -25,6 +29,8 @@ func devCommand() *cli.Command {
 				Usage: "HOST:PORT for the HTTP API"},
 			&cli.StringFlag{Name: "cluster-addr", Value: "127.0.0.1:7080", EnvVars: envVars("cluster-addr"),
 				Usage: "HOST:PORT for controller-to-controller traffic (QUIC)"},
+			&cli.IntFlag{Name: "workers", Value: 1, EnvVars: envVars("workers"),
+				Usage: "how many workers to run (0: only the controller, which runs no jobs)"},
 		}, logFlags()...),
 		Action: devAction,
 	}
@@ -33,6 +39,10 @@ func devCommand() *cli.Command {
 func devAction(c *cli.Context) error {
 	if err := wantArgs(c, 0); err != nil {
 		return err
+	}
+	nWorkers := c.Int("workers")
+	if nWorkers < 0 || nWorkers > maxDevWorkers {
+		return fmt.Errorf("--workers must be between 0 and %d, got %d", maxDevWorkers, nWorkers)
 	}
 	logger, err := newLogger(c, c.App.ErrWriter)
 	if err != nil {
@@ -50,9 +60,13 @@ func devAction(c *cli.Context) error {
 			}
 		}()
 	}
+	// A kept data dir keeps its certificates: issuing new ones would swap them under a `corral dev` that still
+	// runs on it (the second one then fails: the data dir is in use).
 	tlsDir := filepath.Join(dataDir, "tls")
-	if err := transport.CreateCerts(tlsDir, transport.RoleController, "1", []string{"127.0.0.1", "localhost"}); err != nil {
-		return fmt.Errorf("create dev certificates: %w", err)
+	if !fileExists(filepath.Join(tlsDir, transport.NodeFile)) {
+		if err := transport.CreateCerts(tlsDir, transport.RoleController, "1", []string{"127.0.0.1", "localhost"}); err != nil {
+			return fmt.Errorf("create dev certificates: %w", err)
+		}
 	}
 	clusterAddr := c.String("cluster-addr")
 	ctrl, err := roles.StartController(roles.ControllerConfig{
@@ -67,22 +81,85 @@ func devAction(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("start dev controller: %w", err)
 	}
-	printDevHints(c.App.Writer, ctrl.HTTPAddr(), dataDir, temporary)
+	workers, err := startDevWorkers(nWorkers, dataDir, tlsDir, ctrl.ClusterAddrs(), logger)
+	if err != nil {
+		_ = ctrl.Close()
+		return err
+	}
+	printDevHints(c.App.Writer, ctrl.HTTPAddr(), dataDir, temporary, len(workers))
 
 	ctx, stop := signalContext(c.Context)
 	defer stop()
+	var failed error
 	select {
 	case <-ctx.Done():
-		logger.Info("stopping dev cluster")
-		return ctrl.Close()
 	case err := <-ctrl.Failed():
-		_ = ctrl.Close()
-		return fmt.Errorf("dev controller failed: %w", err)
+		failed = fmt.Errorf("dev controller failed: %w", err)
 	}
+	// Workers leave first, while the controller can still commit that they left.
+	var errs []error
+	for _, w := range workers {
+		if err := w.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("stop worker %s: %w", w.ID(), err))
+		}
+	}
+	if err := ctrl.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("stop dev controller: %w", err))
+	}
+	if failed != nil {
+		return errors.Join(append([]error{failed}, errs...)...)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	where := "data removed"
+	if !temporary {
+		where = "data kept in " + dataDir
+	}
+	_, err = fmt.Fprintf(c.App.Writer, "corral dev: stopped (%s). Bye.\n", where)
+	return err
+}
+
+// maxDevWorkers bounds --workers: each worker is a goroutine set and a QUIC session, cheap, but a typo like
+// --workers 1000 should not start a thousand.
+const maxDevWorkers = 64
+
+// startDevWorkers starts n workers in this process, worker i with id dev-worker-i, its own certificate from the
+// dev CA in caDir and its data under dataDir/workers/dev-worker-i (its id and allocations' logs stay there for a
+// kept --data-dir). They run tasks as this user, without cgroup limits: moving this process into a cgroup of
+// its own is not what `corral dev` should do to a laptop.
+func startDevWorkers(n int, dataDir, caDir string, controllers []string, logger *slog.Logger) ([]*roles.Worker, error) {
+	var started []*roles.Worker
+	stopAll := func() {
+		for _, w := range started {
+			_ = w.Close()
+		}
+	}
+	for i := 1; i <= n; i++ {
+		id := fmt.Sprintf("dev-worker-%d", i)
+		dir := filepath.Join(dataDir, "workers", id)
+		tlsDir := filepath.Join(dir, "tls")
+		if !fileExists(filepath.Join(tlsDir, transport.NodeFile)) {
+			if _, err := transport.IssueCert(caDir, transport.RoleWorker, id, nil, tlsDir); err != nil {
+				stopAll()
+				return nil, fmt.Errorf("issue the certificate of dev worker %s: %w", id, err)
+			}
+		}
+		w, err := roles.StartWorker(roles.WorkerConfig{
+			ID: id, DataDir: dir, TLSDir: tlsDir, Controllers: controllers,
+			Labels: map[string]string{"dev": "true"}, Logger: logger,
+		})
+		if err != nil {
+			stopAll()
+			return nil, fmt.Errorf("start dev worker %s: %w", id, err)
+		}
+		started = append(started, w)
+	}
+	return started, nil
 }
 
 // printDevHints tells a first-time user what to try against the dev cluster.
-func printDevHints(w io.Writer, httpAddr, dataDir string, temporary bool) {
+func printDevHints(w io.Writer, httpAddr, dataDir string, temporary bool, workers int) {
 	base := "http://" + httpAddr
 	eps := ""
 	if base != defaultEndpoint {
@@ -92,7 +169,11 @@ func printDevHints(w io.Writer, httpAddr, dataDir string, temporary bool) {
 	if temporary {
 		keep = "removed on exit; pass --data-dir to keep it"
 	}
-	fmt.Fprintf(w, `corral dev: a one-node cluster is running.
+	jobs := "  (no workers: start with --workers 1 or more to run jobs)\n"
+	if workers > 0 {
+		jobs = fmt.Sprintf("  corral job run%s hello.json    # e.g. the job in README.md\n  corral worker list%s\n", eps, eps)
+	}
+	fmt.Fprintf(w, `corral dev: a one-node cluster with %[5]d worker(s) is running.
   API:        %[1]s
   data dir:   %[2]s (%[3]s)
 
@@ -104,12 +185,17 @@ Try it:
   corral kv ls%[4]s gr
   corral status%[4]s
   corral bench kv%[4]s --clients 8 --duration 5s
-
+%[6]s
 Watch it:
   cluster:    %[1]s/v1/cluster
   readiness:  %[1]s/readyz
   metrics:    %[1]s/metrics
 
 Press Ctrl-C to stop.
-`, base, dataDir, keep, eps)
+`, base, dataDir, keep, eps, workers, jobs)
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }

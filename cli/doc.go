@@ -3,7 +3,7 @@
 //
 //   - corral run: run a node: --role=controller (a voter of the metadata quorum, serving the HTTP API), worker or
 //     combined (both in one process).
-//   - corral dev: a throwaway one-node cluster on this machine for trying corral out.
+//   - corral dev: a throwaway cluster on this machine for trying corral out: a controller and --workers workers.
 //   - corral kv put, get, del, ls: read and write keys in the metadata store (put --prev-revision is
 //     compare-and-set, --lease makes a key ephemeral).
 //   - corral status: the cluster id, the leader and each controller's replication progress.
@@ -27,6 +27,8 @@
 //   - corral job run, list, status, stop: submit (JSON or YAML), inspect and stop jobs.
 //   - corral alloc list, status, logs, restart: the allocations (job instances placed on workers) and their output.
 //   - corral service register, deregister, ls: the service registry (corral-worker lists the alive workers).
+//   - corral version: the version, commit and Go version of this binary (also corral --version).
+//   - corral completion bash, zsh, fish: shell completion scripts.
 //
 // Every flag can also be set through an environment variable CORRAL_<FLAG> (e.g. --data-dir and CORRAL_DATA_DIR);
 // the command line wins. Commands return errors instead of exiting so that main decides the exit code (1) and tests

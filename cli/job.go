@@ -33,11 +33,15 @@ func jobCommand() *cli.Command {
 	}
 }
 
-// jsonFlag switches a list or status command from a table to the API's JSON answer.
+// jsonFlag switches a list or status command from a table to the API's JSON answer; it predates -o and stays
+// for scripts that use it. Commands that take it take -o (outputFlags) too.
 func jsonFlag() cli.Flag {
 	return &cli.BoolFlag{Name: "json", EnvVars: envVars("json"),
-		Usage: "print JSON (the API's answer shape) instead of a table"}
+		Usage: "print JSON (the API's answer shape) instead of a table; same as -o json"}
 }
+
+// outputFlags are the format flags of the job and alloc list and show commands: -o, and the older --json.
+func outputFlags() []cli.Flag { return []cli.Flag{outputFlag("table"), jsonFlag()} }
 
 func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
@@ -54,8 +58,8 @@ func explainChange(op string, err error, check string) error {
 	return explain(op, err)
 }
 
-func jobNotFound(name string) error {
-	return fmt.Errorf("job %s not found; list the jobs with 'corral job list'", printable(name, 128))
+func jobNotFound(c *cli.Context, name string) error {
+	return fmt.Errorf("job %s not found; list the jobs with '%s'", printable(name, 128), hint(c, "job list"))
 }
 
 // readSpec reads a job spec from path, or from stdin for "-".
@@ -111,12 +115,12 @@ func jobRunCommand() *cli.Command {
 					return fmt.Errorf("the job spec on standard input is invalid (%d problem(s) listed above); fix it and submit it again",
 						len(se.Fields))
 				}
-				return fmt.Errorf("job spec %s is invalid (%d problem(s) listed above); fix it and run 'corral job run %s' again",
-					path, len(se.Fields), path)
+				return fmt.Errorf("job spec %s is invalid (%d problem(s) listed above); fix it and run '%s' again",
+					path, len(se.Fields), hint(c, "job run", path))
 			}
 			if err != nil {
 				return explainChange("submit job", err,
-					"check with 'corral job list', or run the same spec again: an unchanged spec changes nothing")
+					"check with '"+hint(c, "job list")+"', or run the same spec again: an unchanged spec changes nothing")
 			}
 			verb := "submitted"
 			if !changed {
@@ -135,9 +139,13 @@ func jobListCommand() *cli.Command {
 		Usage:   "list the jobs with their status and allocation counts",
 		Description: "RUNNING counts running allocations (all versions); PENDING counts allocations not running yet\n" +
 			"(pending or starting) plus instances that could not be placed (REASON says why).",
-		Flags: append(clientFlags(), jsonFlag()),
+		Flags: append(clientFlags(), outputFlags()...),
 		Action: func(c *cli.Context) error {
 			if err := wantArgs(c, 0); err != nil {
+				return err
+			}
+			asJSON, err := jsonOutput(c)
+			if err != nil {
 				return err
 			}
 			cl, err := newClient(c)
@@ -149,7 +157,7 @@ func jobListCommand() *cli.Command {
 				return explain("list jobs", err)
 			}
 			sort.Slice(jobs, func(i, k int) bool { return jobs[i].Name < jobs[k].Name })
-			if c.Bool("json") {
+			if asJSON {
 				if jobs == nil {
 					jobs = []client.Job{}
 				}
@@ -183,24 +191,28 @@ func jobStatusCommand() *cli.Command {
 		Name:      "status",
 		Usage:     "show a job's spec, status, recent events and allocations",
 		ArgsUsage: "NAME",
-		Flags:     append(clientFlags(), jsonFlag()),
+		Flags:     append(clientFlags(), outputFlags()...),
 		Action: func(c *cli.Context) error {
 			if err := wantArgs(c, 1); err != nil {
 				return err
 			}
 			name := c.Args().First()
+			asJSON, err := jsonOutput(c)
+			if err != nil {
+				return err
+			}
 			cl, err := newClient(c)
 			if err != nil {
 				return err
 			}
 			j, allocs, err := cl.Job(c.Context, name)
 			if errors.Is(err, client.ErrJobNotFound) {
-				return jobNotFound(name)
+				return jobNotFound(c, name)
 			}
 			if err != nil {
 				return explain("job status", err)
 			}
-			if c.Bool("json") {
+			if asJSON {
 				if allocs == nil {
 					allocs = []client.Allocation{}
 				}
@@ -407,16 +419,16 @@ func jobStopCommand() *cli.Command {
 			}
 			j, err := cl.StopJob(c.Context, name)
 			if errors.Is(err, client.ErrJobNotFound) {
-				return jobNotFound(name)
+				return jobNotFound(c, name)
 			}
 			if err != nil {
-				return explainChange("stop job", err, "check with 'corral job status "+name+"', or stop it again")
+				return explainChange("stop job", err, "check with '"+hint(c, "job status", printable(name, 128))+"', or stop it again")
 			}
 			if j.Status == "stopped" {
 				_, err = fmt.Fprintf(c.App.Writer, "job %s stopped\n", j.Name)
 				return err
 			}
-			_, err = fmt.Fprintf(c.App.Writer, "job %s stopping; follow it with 'corral job status %s'\n", j.Name, j.Name)
+			_, err = fmt.Fprintf(c.App.Writer, "job %s stopping; follow it with '%s'\n", j.Name, hint(c, "job status", j.Name))
 			return err
 		},
 	}

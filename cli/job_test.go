@@ -329,7 +329,7 @@ func TestJobStatus(t *testing.T) {
 	require.Len(t, answer.Allocations, 2)
 
 	_, _, err = run(t, "job", "status", "--endpoints", f.url, "nope")
-	require.EqualError(t, err, "job nope not found; list the jobs with 'corral job list'")
+	require.EqualError(t, err, "job nope not found; list the jobs with 'corral job list --endpoints "+f.url+"'")
 	_, _, err = run(t, "job", "status", "--endpoints", f.url)
 	require.ErrorContains(t, err, "usage: corral job status [flags] NAME")
 }
@@ -338,7 +338,7 @@ func TestJobStop(t *testing.T) {
 	f := newJobsAPI(t)
 	out, _, err := run(t, "job", "stop", "--endpoints", f.url, "web")
 	require.NoError(t, err)
-	require.Equal(t, "job web stopping; follow it with 'corral job status web'\n", out)
+	require.Equal(t, "job web stopping; follow it with 'corral job status --endpoints "+f.url+" web'\n", out)
 	req, _ := f.last()
 	require.Equal(t, http.MethodDelete, req.Method)
 	_, _, err = run(t, "job", "stop", "--endpoints", f.url, "nope")
@@ -399,7 +399,8 @@ func TestAllocStatus(t *testing.T) {
 	require.Contains(t, out, `"history": [`)
 
 	_, _, err = run(t, "alloc", "status", "--endpoints", f.url, "zz")
-	require.EqualError(t, err, "allocation zz not found; list them with 'corral alloc list' or 'corral job status JOB'")
+	require.EqualError(t, err, "allocation zz not found; list them with 'corral alloc list --endpoints "+f.url+
+		"' or 'corral job status --endpoints "+f.url+" JOB'")
 }
 
 func TestAllocLogs(t *testing.T) {
@@ -465,13 +466,13 @@ func TestAllocRestart(t *testing.T) {
 	f := newJobsAPI(t)
 	out, _, err := run(t, "alloc", "restart", "--endpoints", f.url, "a1")
 	require.NoError(t, err)
-	require.Equal(t, "allocation a1 restart requested on worker w-1; watch it with 'corral alloc status a1'\n", out)
+	require.Equal(t, "allocation a1 restart requested on worker w-1; watch it with 'corral alloc status --endpoints "+f.url+" a1'\n", out)
 	req, _ := f.last()
 	require.Equal(t, http.MethodPost, req.Method)
 	require.Equal(t, "/v1/allocations/a1/restart", req.URL.Path)
 
 	_, _, err = run(t, "alloc", "restart", "--endpoints", f.url, "a2")
-	require.EqualError(t, err, `cannot restart allocation a2: allocation "a2" is failed, not running (only a running allocation restarts; to run a stopped job again use 'corral job run FILE')`)
+	require.EqualError(t, err, `cannot restart allocation a2: allocation "a2" is failed, not running (only a running allocation restarts; to run a stopped job again use 'corral job run --endpoints `+f.url+` FILE')`)
 	_, _, err = run(t, "alloc", "restart", "--endpoints", f.url, "zz")
 	require.ErrorContains(t, err, "allocation zz not found")
 }
@@ -481,7 +482,7 @@ func TestWorkerDrain(t *testing.T) {
 	out, _, err := run(t, "worker", "drain", "--endpoints", f.url, "w-1")
 	require.NoError(t, err)
 	require.Equal(t, "worker w-1 is draining: it gets no new allocations and its services move to other workers "+
-		"(undo with 'corral worker drain --undo w-1')\n", out)
+		"(undo with 'corral worker drain --undo --endpoints "+f.url+" w-1')\n", out)
 	req, body := f.last()
 	require.Equal(t, "/v1/workers/w-1/drain", req.URL.Path)
 	require.JSONEq(t, `{"drain":true}`, body)
@@ -497,7 +498,7 @@ func TestWorkerDrain(t *testing.T) {
 	require.Contains(t, out, "worker away is fenced; it will drain if it comes back")
 
 	_, _, err = run(t, "worker", "drain", "--endpoints", f.url, "ghost")
-	require.EqualError(t, err, "worker ghost not found; list the workers with 'corral worker list'")
+	require.EqualError(t, err, "worker ghost not found; list the workers with 'corral worker list --endpoints "+f.url+"'")
 	_, _, err = run(t, "worker", "drain", "--endpoints", f.url)
 	require.ErrorContains(t, err, "usage: corral worker drain [flags] ID")
 }
@@ -603,4 +604,80 @@ func TestJobCommandsAgainstController(t *testing.T) {
 	require.Contains(t, out, "job web stop")
 	_, _, err = run(t, "job", "stop", ep, "nope")
 	require.ErrorContains(t, err, "job nope not found")
+}
+
+// TestHintsKeepTheEndpoints: a hint repeats the connection flags given on the command line, so that it works as
+// printed, but neither those that come from the environment (still set there) nor --token (a secret).
+func TestHintsKeepTheEndpoints(t *testing.T) {
+	f := newJobsAPI(t)
+	out, _, err := run(t, "job", "stop", "--endpoints", f.url, "--token", "s3cret", "web")
+	require.NoError(t, err)
+	require.Equal(t, "job web stopping; follow it with 'corral job status --endpoints "+f.url+" web'\n", out)
+
+	cfg := writeConfig(t, "endpoints: "+f.url+"\n")
+	out, _, err = run(t, "--config", cfg, "job", "stop", "web")
+	require.NoError(t, err)
+	require.Equal(t, "job web stopping; follow it with 'corral --config "+cfg+" job status web'\n", out)
+
+	t.Setenv("CORRAL_ENDPOINTS", f.url)
+	out, _, err = run(t, "job", "stop", "web")
+	require.NoError(t, err)
+	require.Equal(t, "job web stopping; follow it with 'corral job status web'\n", out)
+
+	require.Equal(t, "'a b'", shellQuote("a b"))
+	require.Equal(t, `'it'\''s'`, shellQuote("it's"))
+	require.Equal(t, "http://127.0.0.1:8080,http://h:1", shellQuote("http://127.0.0.1:8080,http://h:1"))
+}
+
+// TestAllocIDPrefixes: a unique prefix names its allocation in status, logs and restart; an ambiguous one lists
+// the candidates.
+func TestAllocIDPrefixes(t *testing.T) {
+	ids := []string{"abc123", "abd456"}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/allocations", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, 200, map[string]any{"allocations": []any{allocAnswer(ids[0], "running", nil, false), allocAnswer(ids[1], "failed", 3, false)}})
+	})
+	exact := func(w http.ResponseWriter, r *http.Request) bool {
+		if id := r.PathValue("id"); id != ids[0] && id != ids[1] {
+			writeJSON(w, 404, map[string]any{"error": "allocation not found", "code": "allocation_not_found"})
+			return false
+		}
+		return true
+	}
+	mux.HandleFunc("GET /v1/allocations/{id}", func(w http.ResponseWriter, r *http.Request) {
+		if exact(w, r) {
+			writeJSON(w, 200, map[string]any{"allocation": allocAnswer(r.PathValue("id"), "running", nil, true)})
+		}
+	})
+	mux.HandleFunc("POST /v1/allocations/{id}/restart", func(w http.ResponseWriter, r *http.Request) {
+		if exact(w, r) {
+			writeJSON(w, 200, map[string]any{"allocation": allocAnswer(r.PathValue("id"), "running", nil, true)})
+		}
+	})
+	mux.HandleFunc("GET /v1/allocations/{id}/logs", func(w http.ResponseWriter, r *http.Request) {
+		if exact(w, r) {
+			_, _ = io.WriteString(w, "log of "+r.PathValue("id")+"\n")
+		}
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	ep := "--endpoints=" + srv.URL
+
+	out, _, err := run(t, "alloc", "status", ep, "-o", "json", "abc")
+	require.NoError(t, err)
+	require.Contains(t, out, `"id": "abc123"`)
+	out, _, err = run(t, "alloc", "logs", ep, "abd")
+	require.NoError(t, err)
+	require.Equal(t, "log of abd456\n", out)
+	out, _, err = run(t, "alloc", "restart", ep, "abc1")
+	require.NoError(t, err)
+	require.Contains(t, out, "allocation abc123 restart requested")
+
+	for _, cmd := range []string{"status", "logs", "restart"} {
+		_, _, err = run(t, "alloc", cmd, ep, "ab")
+		require.EqualError(t, err, "allocation id prefix ab is ambiguous: 2 allocations start with it; give more of the id:\n"+
+			"  abc123 (job web, running)\n  abd456 (job web, failed)", cmd)
+	}
+	_, _, err = run(t, "alloc", "status", ep, "abx")
+	require.ErrorContains(t, err, "allocation abx not found")
 }

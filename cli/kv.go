@@ -1,9 +1,13 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"strings"
 	"text/tabwriter"
+	"unicode/utf8"
 
 	"github.com/urfave/cli/v2"
 
@@ -59,8 +63,8 @@ func kvPutCommand() *cli.Command {
 				rev, err = cl.CompareAndPut(c.Context, key, value, prev)
 				var apiErr *client.Error
 				if errors.Is(err, client.ErrCompareFailed) && errors.As(err, &apiErr) {
-					return fmt.Errorf("put %q: compare failed: its mod revision is %d, not %d (read it with 'corral kv get')",
-						key, apiErr.ModRevision, prev)
+					return fmt.Errorf("put %q: compare failed: its mod revision is %d, not %d (read it with '%s')",
+						key, apiErr.ModRevision, prev, hint(c, "kv get", key))
 				}
 			} else if lease := c.Int64("lease"); lease != 0 {
 				rev, err = cl.PutWithLease(c.Context, key, value, lease)
@@ -104,8 +108,8 @@ func kvGetCommand() *cli.Command {
 				return err
 			}
 			kv, err := cl.Get(c.Context, key, readOpts(c)...)
-			if errors.Is(err, client.ErrNotFound) {
-				return fmt.Errorf("key %q not found (list keys with 'corral kv ls PREFIX')", key)
+			if keyNotFound(err) {
+				return fmt.Errorf("key %q not found (list keys with '%s')", key, hint(c, "kv ls", "PREFIX"))
 			}
 			if err != nil {
 				return explain(fmt.Sprintf("get %q", key), err)
@@ -151,15 +155,22 @@ func kvLsCommand() *cli.Command {
 		Aliases:   []string{"list"},
 		Usage:     "list the keys starting with PREFIX (all keys without PREFIX)",
 		ArgsUsage: "[PREFIX]",
-		Flags:     append(clientFlags(), serializableFlag()),
+		Flags:     append(clientFlags(), serializableFlag(), outputFlag("table")),
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 1 {
 				return fmt.Errorf("'corral kv ls' takes at most one PREFIX, got %d arguments; usage: corral kv ls [flags] [PREFIX]", c.NArg())
 			}
 			prefix := c.Args().First()
+			asJSON, err := jsonOutput(c)
+			if err != nil {
+				return err
+			}
 			cl, err := newClient(c)
 			if err != nil {
 				return err
+			}
+			if asJSON {
+				return kvLsJSON(c, cl, prefix)
 			}
 			// The server answers in pages (docs/API.md, "Range reads"):
 			// print each as it comes, so memory stays bounded by a page.
@@ -182,4 +193,54 @@ func kvLsCommand() *cli.Command {
 			return nil
 		},
 	}
+}
+
+// kvLsJSON prints `kv ls -o json`: {"kvs": [...], "revision": N}, written page by page like the table so that
+// memory stays bounded by a page. Values are strings when they are UTF-8, else base64 under "value_base64".
+func kvLsJSON(c *cli.Context, cl *client.Client, prefix string) error {
+	w := c.App.Writer
+	if _, err := io.WriteString(w, "{\"kvs\": ["); err != nil {
+		return err
+	}
+	n := 0
+	rev, err := cl.ListPages(c.Context, prefix, 0, func(p client.Page) error {
+		for _, kv := range p.KVs {
+			item := map[string]any{"key": kv.Key, "create_revision": kv.CreateRevision,
+				"mod_revision": kv.ModRevision, "version": kv.Version}
+			if utf8.Valid(kv.Value) {
+				item["value"] = string(kv.Value)
+			} else {
+				item["value_base64"] = kv.Value // encoding/json writes []byte as base64
+			}
+			b, err := json.Marshal(item)
+			if err != nil {
+				return err
+			}
+			sep := ",\n  "
+			if n == 0 {
+				sep = "\n  "
+			}
+			if _, err := fmt.Fprintf(w, "%s%s", sep, b); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	}, readOpts(c)...)
+	if err != nil {
+		return explain(fmt.Sprintf("list %q", prefix), err)
+	}
+	_, err = fmt.Fprintf(w, "\n], \"revision\": %d}\n", rev)
+	return err
+}
+
+// keyNotFound reports whether err is the controller's answer that the key does not exist. Any server that is
+// not a controller's API (a worker's HTTP port, a proxy) may answer 404 with the same "not_found" code for a
+// route it does not have: that must show as its own message, not as a missing key.
+func keyNotFound(err error) bool {
+	var apiErr *client.Error
+	if !errors.Is(err, client.ErrNotFound) || !errors.As(err, &apiErr) {
+		return false
+	}
+	return apiErr.Message == "" || strings.HasPrefix(apiErr.Message, "key ")
 }

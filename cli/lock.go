@@ -41,9 +41,13 @@ func lockCommand() *cli.Command {
 			"   corral lock nightly-report -- ./report.sh --date today",
 		Flags: append(clientFlags(), sessionFlags()...),
 		Action: func(c *cli.Context) error {
-			return runHolding(c, "lock", func(ctx context.Context, s *client.Session, name string) (int64, []string, error) {
+			return runHolding(c, "lock", func(ctx context.Context, cl *client.Client, s *client.Session, name string) (int64, []string, error) {
 				l := s.NewLock(name)
-				tok, err := l.Lock(ctx)
+				tok, err := l.TryLock(ctx)
+				if errors.Is(err, client.ErrLockBusy) {
+					sayLockWait(ctx, c, cl, name)
+					tok, err = l.Lock(ctx)
+				}
 				return tok, []string{"CORRAL_FENCING_TOKEN=" + strconv.FormatInt(tok, 10)}, err
 			})
 		},
@@ -62,8 +66,12 @@ func electCommand() *cli.Command {
 		Flags: append(append(clientFlags(), sessionFlags()...),
 			&cli.StringFlag{Name: "id", Required: true, EnvVars: envVars("id"), Usage: "this candidate's identity"}),
 		Action: func(c *cli.Context) error {
-			return runHolding(c, "elect", func(ctx context.Context, s *client.Session, name string) (int64, []string, error) {
+			return runHolding(c, "elect", func(ctx context.Context, cl *client.Client, s *client.Session, name string) (int64, []string, error) {
 				e := s.NewElection(name)
+				if lead, err := cl.Leader(ctx, name); err == nil && lead.Leader != "" && lead.Leader != c.String("id") {
+					fmt.Fprintf(c.App.ErrWriter, "corral elect: waiting to lead %s: %s leads it (epoch %d)%s\n",
+						printable(name, 128), printable(lead.Leader, 128), lead.Epoch, waitLimit(c))
+				}
 				ep, err := e.Campaign(ctx, c.String("id"))
 				n := strconv.FormatInt(ep, 10)
 				return ep, []string{"CORRAL_ELECTION_EPOCH=" + n, "CORRAL_FENCING_TOKEN=" + n}, err
@@ -72,7 +80,7 @@ func electCommand() *cli.Command {
 	}
 }
 
-type acquireFunc func(ctx context.Context, s *client.Session, name string) (int64, []string, error)
+type acquireFunc func(ctx context.Context, cl *client.Client, s *client.Session, name string) (int64, []string, error)
 
 func runHolding(c *cli.Context, what string, acquire acquireFunc) error {
 	args := c.Args().Slice()
@@ -110,7 +118,7 @@ func runHolding(c *cli.Context, what string, acquire acquireFunc) error {
 		actx, cancel = context.WithTimeout(ctx, w)
 		defer cancel()
 	}
-	tok, env, err := acquire(actx, s, name)
+	tok, env, err := acquire(actx, cl, s, name)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 			return fmt.Errorf("%s %s: not acquired within --wait %s (someone else holds it)", what, name, c.Duration("wait"))
@@ -155,4 +163,29 @@ func exitWith(err error) error {
 		return cli.Exit("", code)
 	}
 	return err
+}
+
+// sayLockWait tells the user, on stderr, who holds the lock they wait for: a `corral lock` that just sits there
+// looks hung.
+func sayLockWait(ctx context.Context, c *cli.Context, cl *client.Client, name string) {
+	holder := "someone else"
+	if info, err := cl.LockInfo(ctx, name); err == nil && info.Held {
+		holder = fmt.Sprintf("lease %d", info.Lease)
+		if info.Owner != "" {
+			holder += " (" + printable(info.Owner, 128) + ")"
+		}
+		holder += fmt.Sprintf(", fencing token %d", info.FencingToken)
+		if n := len(info.Waiters); n > 0 {
+			holder += fmt.Sprintf("; %d waiting", n)
+		}
+	}
+	fmt.Fprintf(c.App.ErrWriter, "corral lock: waiting for lock %s, held by %s%s\n", printable(name, 128), holder, waitLimit(c))
+}
+
+// waitLimit says how long the wait may last.
+func waitLimit(c *cli.Context) string {
+	if w := c.Duration("wait"); w > 0 {
+		return fmt.Sprintf("; giving up after --wait %s", w)
+	}
+	return "; Ctrl-C to give up"
 }

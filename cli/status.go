@@ -17,9 +17,13 @@ func statusCommand() *cli.Command {
 		Usage: "show the cluster id, the leader and each controller's replication progress",
 		Description: "Match indexes are only known to the leader; when a follower answers, the table shows\n" +
 			"what it can. Example: corral status --endpoints http://127.0.0.1:8080,http://127.0.0.1:8081",
-		Flags: clientFlags(),
+		Flags: append(clientFlags(), outputFlag("table")),
 		Action: func(c *cli.Context) error {
 			if err := wantArgs(c, 0); err != nil {
+				return err
+			}
+			asJSON, err := jsonOutput(c)
+			if err != nil {
 				return err
 			}
 			cl, err := newClient(c)
@@ -29,6 +33,9 @@ func statusCommand() *cli.Command {
 			st, err := cl.Cluster(c.Context)
 			if err != nil {
 				return explain("cluster status", err)
+			}
+			if asJSON {
+				return printJSON(c.App.Writer, statusJSON(st))
 			}
 			return printStatus(c.App.Writer, st)
 		},
@@ -103,4 +110,16 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// statusJSON is -o json of `corral status`: the API's field names (client.ClusterStatus has Go names only).
+func statusJSON(st *client.ClusterStatus) map[string]any {
+	ctrls := make([]map[string]any, 0, len(st.Controllers))
+	for _, ct := range st.Controllers {
+		ctrls = append(ctrls, map[string]any{"id": ct.ID, "address": ct.Address, "role": ct.Role,
+			"match_index": ct.MatchIndex, "reachable": ct.Reachable})
+	}
+	return map[string]any{"cluster_id": st.ClusterID, "leader_id": st.LeaderID, "term": st.Term,
+		"commit_index": st.CommitIndex, "applied_index": st.AppliedIndex, "node_id": st.NodeID,
+		"controllers": ctrls, "workers": st.Workers}
 }

@@ -54,7 +54,8 @@ func tokenCreateCommand() *cli.Command {
 			}
 			t, err := cl.CreateJoinToken(c.Context, role, c.Duration("ttl"), c.Int("uses"))
 			if errors.Is(err, client.ErrTooManyTokens) {
-				return fmt.Errorf("create join token: %w (revoke unused ones with 'corral token revoke ID', see 'corral token list')", err)
+				return fmt.Errorf("create join token: %w (revoke unused ones with '%s', see '%s')", err,
+					hint(c, "token revoke", "ID"), hint(c, "token list"))
 			}
 			if err != nil {
 				return explain("create join token", err)
@@ -72,9 +73,13 @@ func tokenListCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "list",
 		Usage: "list the join tokens (live ones, and those expired or used up in the last day); never their secrets",
-		Flags: clientFlags(),
+		Flags: append(clientFlags(), outputFlag("table")),
 		Action: func(c *cli.Context) error {
 			if err := wantArgs(c, 0); err != nil {
+				return err
+			}
+			asJSON, err := jsonOutput(c)
+			if err != nil {
 				return err
 			}
 			cl, err := newClient(c)
@@ -84,6 +89,12 @@ func tokenListCommand() *cli.Command {
 			list, err := cl.JoinTokens(c.Context)
 			if err != nil {
 				return explain("list join tokens", err)
+			}
+			if asJSON {
+				if list == nil {
+					list = []client.JoinToken{}
+				}
+				return printJSON(c.App.Writer, map[string]any{"tokens": list})
 			}
 			if len(list) == 0 {
 				_, err := fmt.Fprintln(c.App.Writer, "(no join tokens)")

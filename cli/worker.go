@@ -184,19 +184,19 @@ func workerDrainCommand() *cli.Command {
 			drain := !c.Bool("undo")
 			d, err := cl.DrainWorker(c.Context, id, drain)
 			if errors.Is(err, client.ErrWorkerNotFound) {
-				return fmt.Errorf("worker %s not found; list the workers with 'corral worker list'", printable(id, 128))
+				return fmt.Errorf("worker %s not found; list the workers with '%s'", printable(id, 128), hint(c, "worker list"))
 			}
 			if err != nil {
-				return explainChange("drain worker", err, "check with 'corral worker list', or run the command again")
+				return explainChange("drain worker", err, "check with '"+hint(c, "worker list")+"', or run the command again")
 			}
 			name := printable(d.Worker, 128)
 			switch {
 			case drain && d.State == "draining":
 				_, err = fmt.Fprintf(c.App.Writer, "worker %s is draining: it gets no new allocations and its services move "+
-					"to other workers (undo with 'corral worker drain --undo %s')\n", name, name)
+					"to other workers (undo with '%s')\n", name, hint(c, "worker drain --undo", name))
 			case drain:
-				_, err = fmt.Fprintf(c.App.Writer, "worker %s is %s; it will drain if it comes back (undo with 'corral worker drain --undo %s')\n",
-					name, d.State, name)
+				_, err = fmt.Fprintf(c.App.Writer, "worker %s is %s; it will drain if it comes back (undo with '%s')\n",
+					name, d.State, hint(c, "worker drain --undo", name))
 			default:
 				_, err = fmt.Fprintf(c.App.Writer, "worker %s is no longer draining (state %s)\n", name, d.State)
 			}
@@ -213,9 +213,13 @@ func workerListCommand() *cli.Command {
 			"says that it answered from replicated state. Example: corral worker list --state alive",
 		Flags: append(clientFlags(),
 			&cli.StringFlag{Name: "state", EnvVars: envVars("state"),
-				Usage: "only workers in this state: alive, suspect, fenced, draining or left"}),
+				Usage: "only workers in this state: alive, suspect, fenced, draining or left"}, outputFlag("table")),
 		Action: func(c *cli.Context) error {
 			if err := wantArgs(c, 0); err != nil {
+				return err
+			}
+			asJSON, err := jsonOutput(c)
+			if err != nil {
 				return err
 			}
 			cl, err := newClient(c)
@@ -225,6 +229,12 @@ func workerListCommand() *cli.Command {
 			list, err := cl.Workers(c.Context, c.String("state"))
 			if err != nil {
 				return explain("list workers", err)
+			}
+			if asJSON {
+				if list.Workers == nil {
+					list.Workers = []client.Worker{}
+				}
+				return printJSON(c.App.Writer, list)
 			}
 			return printWorkers(c.App.Writer, list)
 		},

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -22,6 +23,10 @@ const defaultCacheBytes = 64 << 20
 
 // ErrClosed is returned by every method of a closed Store.
 var ErrClosed = errors.New("raft log closed")
+
+// ErrLocked is returned by Open when another process (or another Open in
+// this one) has the store open: Pebble's lock file is held.
+var ErrLocked = errors.New("in use by another process")
 
 // corruptRemedy is appended to corruption errors at Open: the operator needs
 // to know that the store will not heal itself and what to do instead.
@@ -95,6 +100,12 @@ func Open(o Options) (*Store, error) {
 	}
 	s, err := openStore(o, logger)
 	if err != nil {
+		// Pebble's LOCK file is flock'ed by another process (EAGAIN), or Pebble's
+		// own registry says this process has it open (a message, no sentinel).
+		if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EWOULDBLOCK) ||
+			strings.Contains(err.Error(), "lock held by current process") {
+			return nil, fmt.Errorf("open raft log %s: %w", o.Dir, ErrLocked)
+		}
 		if errors.Is(err, ErrCorrupt) {
 			return nil, fmt.Errorf("open raft log %s: %w%s", o.Dir, err, corruptRemedy)
 		}

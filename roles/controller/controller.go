@@ -58,6 +58,7 @@ func Start(cfg Config) (*Controller, error) {
 		log: cfg.Logger.With("component", "controller", "node", cfg.NodeID),
 		reg: prometheus.NewRegistry(),
 	}
+	transport.RegisterBuildInfo(c.reg)
 	joinCA, err := loadJoinCA(&cfg) // join.go
 	if err != nil {
 		return nil, err

@@ -158,7 +158,7 @@ func (c *Config) defaults() {
 		c.Addresses = []string{c.HTTPAddr}
 	}
 	if c.Version == "" {
-		c.Version = Version
+		c.Version = transport.Build().Version
 	}
 	// Resources are used for placement only: no cgroup limits are set on
 	// tasks yet, and the worker says so where operators look (worker list).
@@ -180,9 +180,6 @@ const DefaultMaxAllocs = metadata.DefaultMaxAllocs
 // LimitsLabel is the label a worker sets to say whether task resource
 // limits are enforced on it.
 const LimitsLabel = "corral.limits"
-
-// Version is reported by workers at registration.
-var Version = "dev"
 
 func (c *Config) validate() error {
 	switch {

@@ -42,6 +42,7 @@ type Worker struct {
 	met         *workerAgentMetrics
 	dialer      transport.StreamDialer
 	ownDialer   bool
+	dirLock     *dirLock             // held from Start until the loop ends
 	tls         *transport.TLSBundle // nil with an injected Dialer
 	load        func() transport.WorkerLoad
 
@@ -149,9 +150,18 @@ func Start(cfg Config) (*Worker, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	lock, err := lockDataDir(cfg.DataDir) // dirlock.go; released by finish
+	if err != nil {
+		return nil, err
+	}
+	started := false
+	defer func() {
+		if !started {
+			lock.release()
+		}
+	}()
 	var bundle *transport.TLSBundle
 	if cfg.Dialer == nil {
-		var err error
 		if cfg.JoinToken != "" {
 			if cfg.TLSDir, err = joinCluster(&cfg); err != nil { // join.go
 				return nil, err
@@ -190,6 +200,7 @@ func Start(cfg Config) (*Worker, error) {
 	if w.reg == nil {
 		w.reg = prometheus.NewRegistry()
 		w.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		transport.RegisterBuildInfo(w.reg) // in combined mode the controller's registry has it already
 	}
 	w.met = newWorkerAgentMetrics(w.reg)
 	if bundle != nil {
@@ -228,6 +239,7 @@ func Start(cfg Config) (*Worker, error) {
 	w.log.Info("worker started", "incarnation", w.incarnation, "controllers", cfg.Controllers,
 		"heartbeat_interval", cfg.HeartbeatInterval, "http_addr", w.HTTPAddr(), "cpu_millicores", cfg.CPUMillis,
 		"memory_mb", cfg.MemoryMB, "labels", cfg.Labels)
+	w.dirLock, started = lock, true
 	go w.run()
 	return w, nil
 }
@@ -342,6 +354,7 @@ func (w *Worker) finish() {
 	if err := errors.Join(errs...); err != nil {
 		w.closeErr = fmt.Errorf("stop worker %s: %w", w.id, err)
 	}
+	w.dirLock.release()
 	w.log.Info("worker stopped")
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/corral-dev/corral/metadata"
 	"github.com/corral-dev/corral/roles/controller/api/view"
+	"github.com/corral-dev/corral/transport"
 )
 
 // proxyWorkersToLeader answers a follower's worker request from the
@@ -87,15 +88,18 @@ func validWorkerState(s string) bool {
 
 // clusterWithWorkers is GET /v1/cluster: the quorum view plus this
 // process's pid (benchmarks read the leader's CPU and memory from /proc
-// when it runs on their machine) and worker counts per state.
+// when it runs on their machine), worker counts per state and the build
+// this controller runs.
 type clusterWithWorkers struct {
 	view.ClusterInfo
-	PID     int            `json:"pid"`
-	Workers map[string]int `json:"workers"`
+	PID     int                 `json:"pid"`
+	Workers map[string]int      `json:"workers"`
+	Build   transport.BuildInfo `json:"build"`
 }
 
 func (s *Server) handleClusterWithWorkers(http.ResponseWriter, *http.Request) (any, error) {
 	return clusterWithWorkers{
 		ClusterInfo: s.cluster.View(), PID: os.Getpid(), Workers: s.workers.WorkerCounts(time.Now()),
+		Build: transport.Build(),
 	}, nil
 }

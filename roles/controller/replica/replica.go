@@ -231,10 +231,15 @@ func (c *Replica) openStore() error {
 		Dir: dir, NoSync: c.cfg.NoSync, Logger: c.log,
 		OnSync: func(d time.Duration) { c.met.syncDuration.Observe(d.Seconds()) },
 	})
+	if errors.Is(err, raftlog.ErrLocked) {
+		return fmt.Errorf("data dir %s: %w%s; stop that process first, or give this node another --data-dir",
+			c.cfg.DataDir, raftlog.ErrLocked, pidHolding(c.cfg.DataDir))
+	}
 	if err != nil {
-		return fmt.Errorf("open raft log %s: %w", dir, err)
+		return err // raftlog's error names the directory and the remedy
 	}
 	c.store = st
+	writePIDFile(c.cfg.DataDir, c.log)
 	if err := c.checkIdentity(); err != nil {
 		st.Close()
 		return err
