@@ -30,22 +30,16 @@ func aclCommand() *cli.Command {
 	}
 }
 
-// aclOutputFlag is -o table|json for the ACL lists.
-func aclOutputFlag() cli.Flag {
-	return &cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "table", EnvVars: envVars("output"), Usage: "table or json"}
-}
-
-// aclJSON prints v as indented JSON when -o json, reporting whether it did.
+// aclJSON prints v as indented JSON when -o json (output.go), reporting
+// whether it did.
 func aclJSON(c *cli.Context, v any) (bool, error) {
-	switch c.String("output") {
-	case "table":
-		return false, nil
-	case "json":
-		enc := json.NewEncoder(c.App.Writer)
-		enc.SetIndent("", "  ")
-		return true, enc.Encode(v)
+	asJSON, err := jsonOutput(c)
+	if err != nil || !asJSON {
+		return err != nil, err
 	}
-	return true, fmt.Errorf("bad -o %q: want table or json", c.String("output"))
+	enc := json.NewEncoder(c.App.Writer)
+	enc.SetIndent("", "  ")
+	return true, enc.Encode(v)
 }
 
 func aclBootstrapCommand() *cli.Command {
@@ -166,7 +160,7 @@ func aclPolicyListCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "list",
 		Usage: "list the ACL policies and their rules",
-		Flags: append(clientFlags(), aclOutputFlag()),
+		Flags: append(clientFlags(), outputFlag("table")),
 		Action: func(c *cli.Context) error {
 			if err := wantArgs(c, 0); err != nil {
 				return err
@@ -277,7 +271,7 @@ func aclTokenListCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "list",
 		Usage: "list the API tokens (never their secrets)",
-		Flags: append(clientFlags(), aclOutputFlag()),
+		Flags: append(clientFlags(), outputFlag("table")),
 		Action: func(c *cli.Context) error {
 			if err := wantArgs(c, 0); err != nil {
 				return err
@@ -344,7 +338,7 @@ func aclTokenSelfCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "self",
 		Usage: "show who --token is and what it may do",
-		Flags: append(clientFlags(), aclOutputFlag()),
+		Flags: append(clientFlags(), outputFlag("table")),
 		Action: func(c *cli.Context) error {
 			if err := wantArgs(c, 0); err != nil {
 				return err
