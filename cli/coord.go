@@ -29,9 +29,10 @@ func leaseCommand() *cli.Command {
 		Name:  "lease",
 		Usage: "grant, inspect, keep alive and revoke leases (sessions for ephemeral keys and locks)",
 		Description: "   corral lease grant 30s\n" +
-			"   corral lease show 7\n   corral lease keepalive 7\n   corral lease revoke 7",
-		Action: groupCommand("lease", "grant", "show", "keepalive", "revoke"),
+			"   corral lease ls\n   corral lease show 7\n   corral lease keepalive 7\n   corral lease revoke 7",
+		Action: groupCommand("lease", "grant", "ls", "show", "keepalive", "revoke"),
 		Subcommands: []*cli.Command{
+			leaseListCommand(),
 			{
 				Name: "grant", Usage: "create a lease with TTL and print its id", ArgsUsage: "TTL", Flags: clientFlags(),
 				Action: func(c *cli.Context) error {
@@ -224,4 +225,46 @@ func printableList(items []string) string {
 		out[i] = printable(s, 80)
 	}
 	return strings.Join(out, ", ")
+}
+
+func leaseListCommand() *cli.Command {
+	return &cli.Command{
+		Name: "ls", Usage: "list the live leases with their TTLs, keys and locks", Flags: append(clientFlags(), outputFlag("table")),
+		Action: func(c *cli.Context) error {
+			if err := wantArgs(c, 0); err != nil {
+				return err
+			}
+			asJSON, err := jsonOutput(c)
+			if err != nil {
+				return err
+			}
+			cl, err := newClient(c)
+			if err != nil {
+				return err
+			}
+			ls, err := cl.Leases(c.Context)
+			if err != nil {
+				return explain("list leases", err)
+			}
+			if asJSON {
+				out := make([]map[string]any, len(ls))
+				for i, l := range ls {
+					out[i] = map[string]any{"id": l.ID, "ttl": l.TTL.String(), "keys": l.Keys, "locks": l.Locks}
+				}
+				enc := json.NewEncoder(c.App.Writer)
+				enc.SetIndent("", "  ")
+				return enc.Encode(out)
+			}
+			if len(ls) == 0 {
+				_, err := fmt.Fprintln(c.App.Writer, "(no leases)")
+				return err
+			}
+			tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tTTL\tKEYS\tLOCKS")
+			for _, l := range ls {
+				fmt.Fprintf(tw, "%d\t%s\t%d\t%s\n", l.ID, l.TTL, len(l.Keys), orDash(printableList(l.Locks)))
+			}
+			return tw.Flush()
+		},
+	}
 }

@@ -21,7 +21,7 @@
 //   - corral supervise: hidden; runs one task under its worker's supervision (the worker starts it).
 //   - corral lock: run a command while holding a distributed lock, with a fencing token in its environment.
 //   - corral elect: run a command while this instance leads an election.
-//   - corral lease grant, show, keepalive, revoke: leases, the sessions of ephemeral keys and locks.
+//   - corral lease grant, ls, show, keepalive, revoke: leases, the sessions of ephemeral keys and locks.
 //   - corral watch: print the changes under a key prefix as JSON lines.
 //   - corral worker list, drain: inspect the workers and move work off one.
 //   - corral job run, list, status, stop: submit (JSON or YAML), inspect and stop jobs.

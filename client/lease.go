@@ -109,6 +109,31 @@ func (c *Client) TimeToLive(ctx context.Context, id int64) (Lease, error) {
 	return out.lease(), nil
 }
 
+// Leases lists the live leases by id with their TTLs, keys and locks
+// (Remaining is not set: only TimeToLive asks the leader for it), reading
+// every page.
+func (c *Client) Leases(ctx context.Context) ([]Lease, error) {
+	var all []Lease
+	var after int64
+	for {
+		var out struct {
+			Leases []wireLease `json:"leases"`
+			More   bool        `json:"more"`
+		}
+		path := "/v1/leases?after=" + strconv.FormatInt(after, 10)
+		if err := c.do(ctx, call{method: http.MethodGet, path: path}, &out); err != nil {
+			return nil, err
+		}
+		for _, l := range out.Leases {
+			all = append(all, l.lease())
+		}
+		if !out.More || len(out.Leases) == 0 {
+			return all, nil
+		}
+		after = out.Leases[len(out.Leases)-1].ID
+	}
+}
+
 // PutWithLease sets an ephemeral key: it is deleted when the lease ends.
 func (c *Client) PutWithLease(ctx context.Context, key string, value []byte, lease int64) (int64, error) {
 	if value == nil {

@@ -42,6 +42,12 @@ func TestCLI_LockAndElect(t *testing.T) {
 	require.Equal(t, 1, code, out)
 	require.Contains(t, out, "not acquired within")
 
+	// lease ls shows the holder's lease and the lock it holds.
+	out, code = runCLI(t, "lease", "ls", eps)
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, lease)
+	require.Contains(t, out, "job")
+
 	// Losing the lock (its lease revoked) kills the command: exit 75.
 	out, code = runCLI(t, "lease", "revoke", eps, lease)
 	require.Equal(t, 0, code, out)

@@ -516,6 +516,29 @@ func (s *State) Lease(id int64) (Lease, bool) {
 	return l.clone(), true
 }
 
+// Leases returns up to limit live leases with ids above after, by id,
+// and whether more remain.
+func (s *State) Leases(after int64, limit int) ([]Lease, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	ids := make([]int64, 0, len(s.ext.Leases))
+	for id := range s.ext.Leases {
+		if id > after {
+			ids = append(ids, id)
+		}
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	more := len(ids) > limit
+	if more {
+		ids = ids[:limit]
+	}
+	out := make([]Lease, len(ids))
+	for i, id := range ids {
+		out[i] = s.ext.Leases[id].clone()
+	}
+	return out, more
+}
+
 // LeaseTTLs returns every live lease's TTL in milliseconds, by id.
 func (s *State) LeaseTTLs() map[int64]int64 {
 	s.mu.RLock()

@@ -143,6 +143,7 @@ var routePerms = map[string]routePerm{
 	"POST /v1/leases/keepalive/stream":      coordWriteAny,
 	"POST /v1/leases/{id}/keepalive":        coordWriteAny,
 	"GET /v1/leases/{id}":                   coordReadAny,
+	"GET /v1/leases":                        coordReadAny,
 	"DELETE /v1/leases/{id}":                coordWriteAny, // and owner or coord write on "" (handleLeaseRevoke)
 	"POST /v1/locks/{name}":                 coordWrite,
 	"DELETE /v1/locks/{name}":               coordWrite,

@@ -319,3 +319,26 @@ func TestACL_WaitsForCatchUpAfterStart(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, f.do("GET", "/v1/kv/a?consistency=serializable", "").Code,
 		"once caught up, serializable reads work without a leader")
 }
+
+func TestLeaseList_PagedByID(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	for i := 0; i < 3; i++ {
+		require.Equal(t, http.StatusOK, f.do("POST", "/v1/leases", `{"ttl": "10s"}`, "X-Corral-Client", "t").Code)
+	}
+	var page struct {
+		Leases []struct {
+			ID int64 `json:"id"`
+		} `json:"leases"`
+		More bool `json:"more"`
+	}
+	rec := f.do("GET", "/v1/leases?limit=2", "")
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &page), rec.Body.String())
+	require.Len(t, page.Leases, 2)
+	require.True(t, page.More)
+	rec = f.do("GET", "/v1/leases?after="+strconv.FormatInt(page.Leases[1].ID, 10), "")
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &page))
+	require.Len(t, page.Leases, 1)
+	require.False(t, page.More)
+	requireAnswer(t, f.do("GET", "/v1/leases?limit=10001", ""), http.StatusBadRequest, "bad_request")
+}

@@ -43,6 +43,7 @@ func (s *Server) registerCoordRoutes(mux *routeMux) {
 	mux.HandleFunc("POST /v1/leases/keepalive/stream", s.handle(s.handleKeepAliveStream))
 	mux.HandleFunc("POST /v1/leases/{id}/keepalive", s.leaderOnly(s.handleKeepAlive))
 	mux.HandleFunc("GET /v1/leases/{id}", s.leaderOnly(s.handleLeaseGet))
+	mux.HandleFunc("GET /v1/leases", s.handle(s.handleLeaseList))
 	mux.HandleFunc("DELETE /v1/leases/{id}", s.handle(s.handleLeaseRevoke))
 	mux.HandleFunc("GET /v1/watch/{prefix...}", s.handle(s.handleWatch))
 	mux.HandleFunc("POST /v1/locks/{name}", s.handle(s.handleLockAcquire(lockPrefix)))
@@ -472,4 +473,39 @@ func (s *Server) workerInstances() []instanceJSON {
 		out = append(out, instanceJSON{Instance: wk.ID, Address: addr, Metadata: wk.Labels, Worker: &wk})
 	}
 	return out
+}
+
+// MaxLeaseList bounds one page of GET /v1/leases.
+const MaxLeaseList = 10000
+
+// handleLeaseList is GET /v1/leases[?after=ID&limit=N]: the live leases by
+// id from the replicated state (no remaining time: only the leader knows
+// it, GET /v1/leases/{id} gives it), at most limit (default and maximum
+// MaxLeaseList) per page; "more" says to ask again with after= the last id.
+func (s *Server) handleLeaseList(_ http.ResponseWriter, r *http.Request) (any, error) {
+	after, _, err := queryInt(r, "after")
+	if err != nil {
+		return nil, err
+	}
+	limit, ok, err := queryInt(r, "limit")
+	if err != nil {
+		return nil, err
+	}
+	if !ok || limit == 0 {
+		limit = MaxLeaseList
+	}
+	if limit < 0 || limit > MaxLeaseList || after < 0 {
+		return nil, badRequest("limit must be 1 to %d and after a lease id, got limit %d after %d", MaxLeaseList, limit, after)
+	}
+	if err := s.readable(r); err != nil {
+		return nil, err
+	}
+	st := s.store.State()
+	ls, more := st.Leases(after, int(limit))
+	out := make([]leaseJSON, len(ls))
+	for i, l := range ls {
+		out[i] = leaseOut(l.ID, l.TTLMS)
+		out[i].Keys, out[i].Locks = l.Keys, l.Locks
+	}
+	return map[string]any{"leases": out, "more": more, "revision": st.Revision()}, nil
 }
