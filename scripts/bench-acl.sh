@@ -30,6 +30,12 @@ root=$("$bin" acl bootstrap --endpoints "$eon" 2>/dev/null)
 "$bin" acl policy create --endpoints "$eon" --token "$root" --rule kv:bench/=write bench >/dev/null
 tok=$("$bin" acl token create --endpoints "$eon" --token "$root" --name bench --policy bench 2>/dev/null)
 
+# The same topology in both: node 1 leads (a follower forwards writes and
+# read indexes to the leader, so who leads changes the figures more than
+# ACLs do).
+"$bin" controller transfer-leader --endpoints "$eoff" 1 >/dev/null 2>&1 || true
+"$bin" controller transfer-leader --endpoints "$eon" --token "$root" 1 >/dev/null 2>&1 || true
+
 # run LABEL ENDPOINTS [TOKEN]: one bench kv, its put and get lines.
 run() {
 	local label=$1 eps=$2 t=${3:-}

@@ -1,0 +1,133 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// readmeBlock returns the first ```sh block of README.md after the first
+// line that contains marker.
+func readmeBlock(t *testing.T, readme, marker string) string {
+	t.Helper()
+	i := strings.Index(readme, marker)
+	require.GreaterOrEqual(t, i, 0, "README.md no longer has %q: update TestREADME_RunsAsWritten", marker)
+	rest := readme[i:]
+	start := strings.Index(rest, "```sh\n")
+	require.GreaterOrEqual(t, start, 0, "no sh block after %q", marker)
+	rest = rest[start+len("```sh\n"):]
+	end := strings.Index(rest, "```")
+	require.GreaterOrEqual(t, end, 0)
+	return rest[:end]
+}
+
+// runBash runs script with bash -euo pipefail in dir, failing the test
+// with its output unless it exits 0.
+func runBash(t *testing.T, dir, what, script string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", script)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "E=") // "With make run instead, drop $E"
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	require.NoError(t, err, "the README's %s failed as written:\n--- script ---\n%s\n--- output ---\n%s", what, script, out.String())
+	return out.String()
+}
+
+// TestREADME_RunsAsWritten runs the README's quick tour, its job example
+// and its coordination examples, taken from README.md itself, against
+// 'corral dev' (what 'make run' starts), so the README cannot drift from
+// the code. Where a reader would wait or press Ctrl-C, the test does: it
+// waits for the job's allocations to run before reading their logs, and
+// stops 'corral watch' (which follows forever) after two seconds.
+func TestREADME_RunsAsWritten(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts corral dev on 127.0.0.1:8080, as the README does")
+	}
+	src, err := os.ReadFile("../README.md")
+	require.NoError(t, err)
+	readme := string(src)
+	ln, err := net.Listen("tcp", "127.0.0.1:8080")
+	require.NoError(t, err, "the README's commands talk to 127.0.0.1:8080, which is in use: stop what listens there")
+	ln.Close()
+
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "bin"), 0o755))
+	require.NoError(t, os.Symlink(corralBin, filepath.Join(dir, "bin", "corral")))
+	var devOut bytes.Buffer
+	dev := exec.Command(corralBin, "dev", "--data-dir", filepath.Join(dir, "dev"))
+	dev.Dir = dir
+	dev.Stdout, dev.Stderr = &devOut, &devOut
+	require.NoError(t, dev.Start())
+	t.Cleanup(func() {
+		_ = dev.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { _ = dev.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			_ = dev.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("corral dev output:\n%s", devOut.String())
+		}
+	})
+	require.Eventually(t, func() bool {
+		resp, err := http.Get("http://127.0.0.1:8080/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, 30*time.Second, 50*time.Millisecond, "corral dev never became ready:\n%s", &devOut)
+
+	out := runBash(t, dir, "quick tour", readmeBlock(t, readme, "With `make run` going"))
+	require.Contains(t, out, "postgres://db:5432")
+	require.Contains(t, out, "corral_raft")
+
+	// The job example, in two parts: a reader waits for the allocations to
+	// run before reading their logs.
+	job := readmeBlock(t, readme, "run a job\n(JSON or YAML")
+	cut := strings.Index(job, "ID=$(")
+	require.Greater(t, cut, 0, "the job example no longer finds an allocation id with ID=$(...)")
+	runBash(t, dir, "job example (submit)", job[:cut])
+	require.Eventually(t, func() bool {
+		out, _ := exec.Command(corralBin, "alloc", "list", "--job", "hello", "--state", "running").CombinedOutput()
+		return strings.Count(string(out), "\n") >= 3 // a header and both allocations
+	}, 60*time.Second, 200*time.Millisecond, "the README's job never ran both allocations")
+	out = runBash(t, dir, "job example (logs, stop)", job[cut:])
+	require.Contains(t, out, "hello from")
+
+	// Coordination: the commands it runs under a lock or as leader exist.
+	for name, body := range map[string]string{
+		"report.sh":   "#!/bin/sh\necho \"report under fencing token $CORRAL_FENCING_TOKEN\"\n",
+		"coordinator": "#!/bin/sh\necho coordinating\n",
+	} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(body), 0o755))
+	}
+	coord := readmeBlock(t, readme, "## Coordination instead of ZooKeeper")
+	var lines []string
+	for _, l := range strings.Split(coord, "\n") {
+		if strings.HasPrefix(l, "bin/corral watch ") {
+			l = "timeout 2 " + l + " || [ $? -eq 124 ]" // follows forever: a reader presses Ctrl-C
+		}
+		lines = append(lines, l)
+	}
+	out = runBash(t, dir, "coordination examples", strings.Join(lines, "\n"))
+	require.Contains(t, out, "report under fencing token")
+	require.Contains(t, out, "coordinating")
+	require.Contains(t, out, "m1")
+}
