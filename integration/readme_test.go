@@ -122,7 +122,7 @@ func TestREADME_RunsAsWritten(t *testing.T) {
 	var lines []string
 	for _, l := range strings.Split(coord, "\n") {
 		if strings.HasPrefix(l, "bin/corral watch ") {
-			cmd, _, _ := strings.Cut(l, " #") // the command, without its comment
+			cmd, _, _ := strings.Cut(l, " #")             // the command, without its comment
 			l = "timeout 2 " + cmd + " || [ $? -eq 124 ]" // follows forever: a reader presses Ctrl-C
 		}
 		lines = append(lines, l)
