@@ -56,8 +56,8 @@ func leaseCommand() *cli.Command {
 				},
 			},
 			{
-				Name: "show", Usage: "print a lease's TTL, remaining time, keys and locks (JSON; -o table for a table)", ArgsUsage: "ID",
-				Flags: append(clientFlags(), outputFlag("json")),
+				Name: "show", Usage: "print a lease's TTL, remaining time, keys and locks (-o json for JSON)", ArgsUsage: "ID",
+				Flags: append(clientFlags(), outputFlag("table")),
 				Action: func(c *cli.Context) error {
 					id, err := idArg(c)
 					if err != nil {

@@ -26,22 +26,13 @@ func serviceLsCommand() *cli.Command {
 		Aliases:   []string{"list"},
 		Usage:     "list the services and their instance counts, or with NAME a service's live instances",
 		ArgsUsage: "[NAME]",
-		Flags: append(clientFlags(), &cli.StringFlag{Name: "output", Aliases: []string{"o"}, EnvVars: envVars("output"),
-			Usage: "output format: table, or json (the API's answer shape); default: json with NAME (as before -o existed), else table"}),
+		Flags: append(clientFlags(), outputFlag("table")),
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 1 {
 				return fmt.Errorf("'corral service ls' takes at most one NAME, got %d arguments; usage: corral service ls [flags] [NAME]", c.NArg())
 			}
+			// Tables by default, as every other list (-o json for scripts).
 			name := c.Args().First()
-			if c.String("output") == "" {
-				def := "table"
-				if name != "" {
-					def = "json"
-				}
-				if err := c.Set("output", def); err != nil {
-					return err
-				}
-			}
 			asJSON, err := jsonOutput(c)
 			if err != nil {
 				return err

@@ -65,8 +65,8 @@ func TestServiceList(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &all), out)
 	require.Equal(t, []serviceCount{{"cache", 1}, {"corral-worker", 0}, {"master", 2}}, all.Services)
 
-	// With NAME the default stays the JSON it always printed.
-	out, _, err = run(t, "service", "ls", ep, "master")
+	// With NAME, -o json gives the API's shape; tables are the default.
+	out, _, err = run(t, "service", "ls", ep, "-o", "json", "master")
 	require.NoError(t, err)
 	var one struct {
 		Service   string                   `json:"service"`
@@ -75,7 +75,7 @@ func TestServiceList(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &one), out)
 	require.Len(t, one.Instances, 2)
 
-	out, _, err = run(t, "service", "ls", ep, "-o", "table", "master")
+	out, _, err = run(t, "service", "ls", ep, "master")
 	require.NoError(t, err)
 	rows := tableRows(out)
 	require.Equal(t, []string{"INSTANCE", "ADDRESS", "LEASE", "METADATA"}, rows[0])
