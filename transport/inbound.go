@@ -90,6 +90,7 @@ func (q *QUIC) serveRaftConn(conn *quic.Conn) {
 		_ = conn.CloseWithError(errCodeBadHeader, "not a controller")
 		return
 	}
+	defer q.trackRaftPeer(node, conn.RemoteAddr().String())() // duplicate.go
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for {

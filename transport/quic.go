@@ -91,6 +91,7 @@ type QUIC struct {
 	peers   map[uint64]*peer
 	alpn    map[string]func(*quic.Conn)
 	conns   map[*quic.Conn]struct{} // accepted connections, closed by Close
+	dups    duplicates              // raft peers seen from two addresses (duplicate.go)
 	dialed  map[*quic.Conn]struct{} // open connections this node dialed (raft peers, peer API), for CloseDenied
 }
 
