@@ -24,9 +24,8 @@ import (
 func TestRoutePerms_CoverEveryRoute(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, func(f *fixture) { f.cfg.EnablePprof = true })
-	f.srv.Handler()
 	registered := map[string]bool{}
-	for _, p := range f.srv.routes {
+	for _, p := range f.srv.routeMux().patterns {
 		registered[p] = true
 		_, ok := routePerms[p]
 		require.True(t, ok, "route %q has no entry in routePerms (acl.go)", p)

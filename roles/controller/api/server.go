@@ -247,7 +247,6 @@ type Server struct {
 	peerAsks     peerAsks     // the dashboard's view of the other controllers (ui_peers.go)
 	stopc        <-chan struct{}
 	browser      browserGuard // Host, Origin and client-header checks (browser.go)
-	routes       []string     // the patterns Handler registered (acl.go)
 	aclCaughtUp  atomic.Bool  // the ACL state is known current (acl.go, aclCurrent)
 	watchesBy    tokenCounts  // open watches per token (acl_limits.go)
 }
@@ -440,6 +439,12 @@ func (s *Server) Addr() string {
 
 // Handler returns the API with auth and metrics applied.
 func (s *Server) Handler() http.Handler {
+	mux := s.routeMux()
+	return s.instrument(s.browserSafe(mux.ServeMux, s.auth(mux))) // browser.go, acl.go
+}
+
+// routeMux registers every route, each behind its permission (acl.go).
+func (s *Server) routeMux() *routeMux {
 	mux := s.newRouteMux() // acl.go
 	mux.HandleFunc("GET /healthz", s.handle(handleHealthz))
 	mux.HandleFunc("GET /readyz", s.handle(s.handleReadyz))
@@ -467,8 +472,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/", s.handle(func(_ http.ResponseWriter, r *http.Request) (any, error) {
 		return nil, notFound("not_found", "no route for %s %s; see docs/API.md", r.Method, r.URL.Path)
 	}))
-	s.routes = mux.patterns
-	return s.instrument(s.browserSafe(mux.ServeMux, s.auth(mux))) // browser.go, acl.go
+	return mux
 }
 
 type statusRecorder struct {
