@@ -26,7 +26,7 @@ func serviceLsCommand() *cli.Command {
 		Aliases:   []string{"list"},
 		Usage:     "list the services and their instance counts, or with NAME a service's live instances",
 		ArgsUsage: "[NAME]",
-		Flags: append(clientFlags(), outputFlag("table")),
+		Flags:     append(clientFlags(), outputFlag("table")),
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 1 {
 				return fmt.Errorf("'corral service ls' takes at most one NAME, got %d arguments; usage: corral service ls [flags] [NAME]", c.NArg())
