@@ -3,12 +3,14 @@ package integration
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -131,4 +133,119 @@ func TestREADME_RunsAsWritten(t *testing.T) {
 	require.Contains(t, out, "report under fencing token")
 	require.Contains(t, out, "coordinating")
 	require.Contains(t, out, "m1")
+}
+
+// TestREADME_ClusterAsWritten runs the README's three-controller cluster,
+// its quorum operations, its worker and its job example on the ports the
+// README names, with its /tmp paths moved into the test's directory. A
+// reader starts the worker again after the README's kill -9; so does the
+// test, with the README's own command line.
+func TestREADME_ClusterAsWritten(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the README's cluster on its fixed ports")
+	}
+	src, err := os.ReadFile("../README.md")
+	require.NoError(t, err)
+	readme := string(src)
+	for _, p := range []string{"8081", "8082", "8083", "9101"} {
+		ln, err := net.Listen("tcp", "127.0.0.1:"+p)
+		require.NoError(t, err, "the README's cluster uses 127.0.0.1:%s, which is in use", p)
+		ln.Close()
+	}
+	for _, p := range []string{"7001", "7002", "7003"} {
+		pc, err := net.ListenPacket("udp", "127.0.0.1:"+p)
+		require.NoError(t, err, "the README's cluster uses udp 127.0.0.1:%s, which is in use", p)
+		pc.Close()
+	}
+	dir := t.TempDir()
+	tmp := filepath.Join(dir, "tmp")
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "bin"), 0o755))
+	require.NoError(t, os.MkdirAll(tmp, 0o755))
+	require.NoError(t, os.Symlink(corralBin, filepath.Join(dir, "bin", "corral")))
+	moved := func(s string) string { return strings.ReplaceAll(s, "/tmp/", tmp+"/") }
+
+	var pgids []int
+	t.Cleanup(func() {
+		for _, g := range pgids {
+			_ = syscall.Kill(-g, syscall.SIGKILL)
+		}
+		if t.Failed() {
+			for _, f := range []string{"c1.log", "c2.log", "c3.log", "w1.log"} {
+				if b, err := os.ReadFile(filepath.Join(tmp, f)); err == nil {
+					t.Logf("--- %s (last 3000 bytes) ---\n%s", f, tail(string(b), 3000))
+				}
+			}
+		}
+	})
+	env := []string{}
+	run := func(what, script string) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", script)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), env...)
+		// Its background processes (controllers, the worker) live on in
+		// this process group until the cleanup kills it.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.WaitDelay = 5 * time.Second // a background child may hold the output open
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		require.NoError(t, cmd.Start())
+		pgids = append(pgids, cmd.Process.Pid)
+		err := cmd.Wait()
+		if err != nil && !errors.Is(err, exec.ErrWaitDelay) {
+			require.NoError(t, err, "the README's %s failed as written:\n--- script ---\n%s\n--- output ---\n%s", what, script, out.String())
+		}
+		return out.String()
+	}
+
+	out := run("three-controller cluster", moved(readmeBlock(t, readme, "A real three-controller cluster:")))
+	require.Contains(t, out, "leader")
+	quorum := moved(readmeBlock(t, readme, "Operate the quorum:"))
+	for _, l := range strings.Split(quorum, "\n") {
+		if strings.HasPrefix(l, "E=") {
+			env = append(env, strings.Fields(l)[0]) // the blocks below use $E
+		}
+	}
+	require.NotEmpty(t, env, "the quorum block no longer sets E")
+	run("quorum operations", quorum)
+
+	workers := moved(readmeBlock(t, readme, "With the\ncluster above:"))
+	run("worker", workers)
+	// Start it again, as the README says, with its own command line.
+	i := strings.Index(workers, "bin/corral run --role=worker")
+	require.GreaterOrEqual(t, i, 0, "the worker block no longer starts a worker")
+	var cmdLine []string
+	for _, l := range strings.Split(workers[i:], "\n") {
+		l, _, _ = strings.Cut(l, " #")
+		l = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(l), "&"))
+		cmdLine = append(cmdLine, strings.TrimSuffix(l, "\\"))
+		if !strings.HasSuffix(l, "\\") {
+			break
+		}
+	}
+	run("worker restart", strings.Join(cmdLine, " ")+" >"+filepath.Join(tmp, "w1.log")+" 2>&1 &")
+	ep := strings.TrimPrefix(env[0], "E=")
+	require.Eventually(t, func() bool {
+		out, _ := exec.Command(corralBin, "worker", "list", ep).CombinedOutput()
+		return strings.Contains(string(out), "w-1") && strings.Contains(string(out), "alive")
+	}, 60*time.Second, 200*time.Millisecond, "the README's worker never came back alive")
+
+	job := readmeBlock(t, readme, "run a job\n(JSON or YAML")
+	cut := strings.Index(job, "ID=$(")
+	run("job example on the cluster (submit)", job[:cut])
+	require.Eventually(t, func() bool {
+		out, _ := exec.Command(corralBin, "alloc", "list", ep, "--job", "hello", "--state", "running").CombinedOutput()
+		return strings.Count(string(out), "\n") >= 3
+	}, 60*time.Second, 200*time.Millisecond, "the README's job never ran both allocations on the cluster")
+	out = run("job example on the cluster (logs, stop)", job[cut:])
+	require.Contains(t, out, "hello from")
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
 }
