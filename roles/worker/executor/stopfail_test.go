@@ -161,3 +161,15 @@ func TestRunner_StopFailureWaitsUntilClose(t *testing.T) {
 	require.Equal(t, metadata.AllocFailed, rs[len(rs)-1].State)
 	require.Contains(t, rs[len(rs)-1].Message, "could not stop the task running as nobody")
 }
+
+// A task killed by a signal reports 128 plus the signal, as shells do,
+// rather than Go's -1.
+func TestExitCode_SignalAsShellsReportIt(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command("/bin/sh", "-c", "kill -TERM $$")
+	err := cmd.Run()
+	require.Error(t, err)
+	require.Equal(t, 143, exitCode(err))
+	require.Equal(t, 3, exitCode(exec.Command("/bin/sh", "-c", "exit 3").Run()))
+	require.Equal(t, 0, exitCode(nil))
+}

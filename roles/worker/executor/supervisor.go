@@ -257,12 +257,18 @@ func groupSignal(signal func(int, syscall.Signal) error, pgid int, sig syscall.S
 	return fmt.Errorf("cannot send %v to the task's process group %d: %w", sig, pgid, err)
 }
 
+// exitCode is a task's exit status as shells report it: its exit code,
+// or 128 plus the signal that killed it (143 for SIGTERM, 137 for
+// SIGKILL), where Go says -1. A stopped task then shows 143, not -1.
 func exitCode(err error) int {
 	if err == nil {
 		return 0
 	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
 		return ee.ExitCode()
 	}
 	return -1
