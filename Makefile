@@ -13,6 +13,7 @@ test:
 	$(GO) test -race -timeout 25m $$($(GO) list ./... | grep -v /integration)
 	$(GO) test -race -count=1 -timeout 25m ./integration/
 	cd deploy/kubernetes && $(GO) test ./...
+	cd scripts/compare && $(GO) vet ./...
 
 # upstream quic-go's tests of the packages corral patches (third_party/quic-go).
 test-third-party:

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# corral beside etcd and ZooKeeper on this machine, in one run (issue 21,
+# docs/PERFORMANCE.md "Against etcd and ZooKeeper"). Starts three
+# 3-node clusters on loopback, fsync on in all three:
+#   corral    scripts/cluster.sh (HTTP 8081-8083)
+#   etcd      Debian's etcd-server, clients on 23791-23793
+#   ZooKeeper Debian's zookeeper, clients on 21811-21813
+# then runs scripts/compare (one load generator for all three: 256-byte
+# overwrites of 1,000 keys) for each client count, the three systems in
+# turn, ROUNDS times, so drift on the machine hits all three alike.
+#   scripts/compare.sh [ROUNDS] [DURATION] [CLIENT COUNTS]   # defaults: 3 10s "1 16 128"
+# Needs: apt-get install etcd-server zookeeper (Java comes with it).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds=${1:-3}
+duration=${2:-10s}
+counts=${3:-1 16 128}
+base=${COMPARE_DIR:-/tmp/corral-compare}
+command -v etcd >/dev/null || { echo "etcd not found: apt-get install etcd-server" >&2; exit 1; }
+[ -f /usr/share/java/zookeeper.jar ] || { echo "ZooKeeper not found: apt-get install zookeeper" >&2; exit 1; }
+command -v java >/dev/null || { echo "java not found: apt-get install zookeeper (it pulls Java in)" >&2; exit 1; }
+
+make -s build
+(cd scripts/compare && go build -o ../../bin/compare .)
+
+pids=()
+stop() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	scripts/cluster.sh stop "$base/corral" >/dev/null 2>&1 || true
+	wait 2>/dev/null || true
+}
+trap stop EXIT
+rm -rf "$base"
+mkdir -p "$base"
+
+scripts/cluster.sh start "$base/corral" >/dev/null
+ecorral=http://127.0.0.1:8081,http://127.0.0.1:8082,http://127.0.0.1:8083
+
+cluster=""
+for i in 1 2 3; do cluster+="${cluster:+,}e$i=http://127.0.0.1:2380$i"; done
+for i in 1 2 3; do
+	etcd --name "e$i" --data-dir "$base/etcd-$i" \
+		--listen-client-urls "http://127.0.0.1:2379$i" --advertise-client-urls "http://127.0.0.1:2379$i" \
+		--listen-peer-urls "http://127.0.0.1:2380$i" --initial-advertise-peer-urls "http://127.0.0.1:2380$i" \
+		--initial-cluster "$cluster" --initial-cluster-state new --initial-cluster-token compare \
+		>"$base/etcd-$i.log" 2>&1 &
+	pids+=($!)
+done
+eetcd=127.0.0.1:23791,127.0.0.1:23792,127.0.0.1:23793
+
+for i in 1 2 3; do
+	mkdir -p "$base/zk-$i"
+	echo "$i" >"$base/zk-$i/myid"
+	cat >"$base/zk-$i.cfg" <<EOF
+tickTime=2000
+initLimit=10
+syncLimit=5
+dataDir=$base/zk-$i
+clientPort=2181$i
+clientPortAddress=127.0.0.1
+admin.enableServer=false
+4lw.commands.whitelist=srvr,ruok
+server.1=127.0.0.1:28881:38881
+server.2=127.0.0.1:28882:38882
+server.3=127.0.0.1:28883:38883
+EOF
+	java -Dzookeeper.log.dir="$base" -Xmx512m -cp /usr/share/java/zookeeper.jar \
+		org.apache.zookeeper.server.quorum.QuorumPeerMain "$base/zk-$i.cfg" >"$base/zk-$i.log" 2>&1 &
+	pids+=($!)
+done
+ezk=127.0.0.1:21811,127.0.0.1:21812,127.0.0.1:21813
+
+# Wait for each to serve: etcd's health, ZooKeeper's srvr naming a mode.
+for _ in $(seq 1 300); do
+	ok=0
+	etcdctl --endpoints "$eetcd" endpoint health >/dev/null 2>&1 && ok=$((ok + 1))
+	for i in 1 2 3; do
+		{ exec 3<>"/dev/tcp/127.0.0.1/2181$i"; } 2>/dev/null || continue
+		printf srvr >&3
+		grep -q "Mode: " <&3 && ok=$((ok + 1))
+		exec 3<&- 3>&-
+	done
+	[ "$ok" -eq 4 ] && break
+	sleep 0.2
+done
+[ "$ok" -eq 4 ] || { echo "etcd or ZooKeeper did not start; see $base/*.log" >&2; exit 1; }
+
+echo "# $(date -u +%FT%TZ) $(nproc) cores; etcd $(etcd --version | head -1 | awk '{print $3}'), ZooKeeper $(dpkg-query -W -f '${Version}' zookeeper), corral $(git rev-parse --short HEAD)"
+echo "# 256-byte overwrites of 1,000 keys, $duration per run, $rounds rounds, systems in turn"
+for r in $(seq 1 "$rounds"); do
+	for c in $counts; do
+		bin/compare -system corral -endpoints "$ecorral" -clients "$c" -duration "$duration" | sed "s/^/round-$r /"
+		bin/compare -system etcd -endpoints "$eetcd" -clients "$c" -duration "$duration" | sed "s/^/round-$r /"
+		bin/compare -system zk -endpoints "$ezk" -clients "$c" -duration "$duration" | sed "s/^/round-$r /"
+	done
+done

@@ -1,0 +1,120 @@
+// Command compare drives the same write load against corral, etcd and
+// ZooKeeper, so that docs/PERFORMANCE.md can put their figures side by
+// side from one run on one machine (scripts/compare.sh starts the three
+// clusters and calls it). It is a nested module so that the main module
+// does not depend on etcd's client.
+//
+//	compare -system corral|etcd|zk -endpoints A,B,C -clients N -duration 10s -value-size 256 -keys 1000
+//
+// It prints one line: system, clients, ops, errors, ops/s, p50, p99, max.
+// Each client writes keys bench/k<i> in turn (etcd: puts; corral: PUT
+// /v1/kv; ZooKeeper: setData of znodes /bench/k<i> created first), so all
+// three do a replicated, fsynced overwrite of a 256-byte value per op.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// writer does one write of value to key i.
+type writer interface {
+	write(ctx context.Context, i int, value []byte) error
+	close()
+}
+
+func main() {
+	system := flag.String("system", "", "corral, etcd or zk")
+	endpoints := flag.String("endpoints", "", "comma-separated endpoints (corral: http URLs; etcd: host:port; zk: host:port)")
+	clients := flag.Int("clients", 1, "concurrent clients, each with its own connection")
+	duration := flag.Duration("duration", 10*time.Second, "how long to write")
+	valueSize := flag.Int("value-size", 256, "bytes per value")
+	keys := flag.Int("keys", 1000, "distinct keys")
+	flag.Parse()
+	eps := strings.Split(*endpoints, ",")
+	if *system == "" || *endpoints == "" || *clients < 1 || *clients > 1024 || *duration <= 0 || *duration > 10*time.Minute ||
+		*valueSize < 1 || *valueSize > 1<<20 || *keys < 1 || *keys > 100000 {
+		fmt.Fprintln(os.Stderr, "compare: want -system corral|etcd|zk -endpoints A,B,C, 1-1024 clients, a duration up to 10m, "+
+			"a value size of 1 byte to 1 MiB and 1-100,000 keys")
+		os.Exit(1)
+	}
+	newWriter := map[string]func(eps []string, n int) (writer, error){
+		"corral": newCorral, "etcd": newEtcd, "zk": newZK,
+	}[*system]
+	if newWriter == nil {
+		fmt.Fprintf(os.Stderr, "compare: unknown -system %q: want corral, etcd or zk\n", *system)
+		os.Exit(1)
+	}
+	if *system == "zk" {
+		if err := zkPrepare(eps, *keys); err != nil {
+			fmt.Fprintf(os.Stderr, "compare: create the znodes: %v\n", err)
+			os.Exit(1)
+		}
+	}
+	ws := make([]writer, *clients)
+	for c := range ws {
+		w, err := newWriter(eps, c)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "compare: connect client %d: %v\n", c, err)
+			os.Exit(1)
+		}
+		ws[c] = w
+	}
+	value := []byte(strings.Repeat("v", *valueSize))
+	ctx, cancel := context.WithTimeout(context.Background(), *duration)
+	defer cancel()
+	var (
+		mu     sync.Mutex
+		lat    []time.Duration
+		errors int
+		wg     sync.WaitGroup
+	)
+	start := time.Now()
+	for c, w := range ws {
+		wg.Go(func() {
+			var mine []time.Duration
+			bad := 0
+			for i := c; ctx.Err() == nil; i += len(ws) {
+				t0 := time.Now()
+				err := w.write(ctx, i%*keys, value)
+				if ctx.Err() != nil {
+					break // cut off by the deadline: not counted
+				}
+				if err != nil {
+					bad++
+					continue
+				}
+				mine = append(mine, time.Since(t0))
+			}
+			mu.Lock()
+			lat = append(lat, mine...)
+			errors += bad
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	for _, w := range ws {
+		w.close()
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	pct := func(p float64) time.Duration {
+		if len(lat) == 0 {
+			return 0
+		}
+		return lat[min(len(lat)-1, int(p*float64(len(lat))))]
+	}
+	var maxLat time.Duration
+	if len(lat) > 0 {
+		maxLat = lat[len(lat)-1]
+	}
+	fmt.Printf("%-6s clients=%-4d ops=%-7d errors=%-4d ops/s=%-8.1f p50=%-9s p99=%-9s max=%s\n", *system, *clients, len(lat), errors,
+		float64(len(lat))/elapsed.Seconds(), pct(0.50).Round(10*time.Microsecond), pct(0.99).Round(10*time.Microsecond),
+		maxLat.Round(10*time.Microsecond))
+}
