@@ -57,6 +57,9 @@ const (
 	MaxZNodeTTLMS = 1<<40 - 1
 )
 
+// maxZNodes is MaxZNodes; tests lower it to reach the limit cheaply.
+var maxZNodes = MaxZNodes
+
 // Refusals of znode ops, one per ZooKeeper error code; Result.Err wraps
 // them with the path.
 var (
@@ -300,8 +303,8 @@ func (s *State) EphemeralsOf(session int64) []string {
 // rebuilds the derived child lists and ephemeral index.
 func (e *extState) checkZNodes() error {
 	e.ephemerals = nil
-	if len(e.ZNodes) > MaxZNodes+1 {
-		return corrupt("%d znodes, more than %d", len(e.ZNodes), MaxZNodes)
+	if len(e.ZNodes) > maxZNodes+1 {
+		return corrupt("%d znodes, more than %d", len(e.ZNodes), maxZNodes)
 	}
 	paths := make([]string, 0, len(e.ZNodes))
 	for p, n := range e.ZNodes {
@@ -311,8 +314,8 @@ func (e *extState) checkZNodes() error {
 		n.kids = nil
 		paths = append(paths, p)
 	}
-	if len(paths) > 0 && e.ZNodes["/"] == nil {
-		return corrupt("znodes without a root")
+	if r := e.ZNodes["/"]; len(paths) > 0 && (r == nil || r.EphemeralOwner != 0 || r.TTLMS != 0 || r.Container) {
+		return corrupt("znodes without a persistent root")
 	}
 	// Siblings share the prefix parent+"/", so in a byte-wise sort of
 	// full paths they come in name order: every kids list ends sorted.

@@ -131,14 +131,20 @@ func checkZVersion(p string, want, have int32) error {
 }
 
 func (s *State) zcreate(c *ZNodeCreate, undo *[]znodeUndo) (ZNodeResult, error) {
-	if err := ValidateZNodePath(c.Path); err != nil {
+	// As PathUtils: a sequential path is checked with a digit appended,
+	// so "/q/" makes children named by the counter alone.
+	check := c.Path
+	if c.Sequential {
+		check += "1"
+	}
+	if err := ValidateZNodePath(check); err != nil {
 		return ZNodeResult{}, err
 	}
 	if err := validateZNodeACL(c.ACL); err != nil {
 		return ZNodeResult{}, fmt.Errorf("create %s: %w", c.Path, err)
 	}
 	switch {
-	case c.Path == "/":
+	case c.Path == "/" && !c.Sequential:
 		return ZNodeResult{}, fmt.Errorf("create /: %w", ErrZNodeExists)
 	case len(c.Data) > MaxZNodeData:
 		return ZNodeResult{}, fmt.Errorf("create %s: %w: %d bytes", c.Path, ErrZNodeTooLarge, len(c.Data))
@@ -169,8 +175,8 @@ func (s *State) zcreate(c *ZNodeCreate, undo *[]znodeUndo) (ZNodeResult, error) 
 	if parent.EphemeralOwner != 0 {
 		return ZNodeResult{}, fmt.Errorf("create %s: parent %s: %w", path, parentPath, ErrZNodeNoChildrenForEphemerals)
 	}
-	if len(s.ext.ZNodes)-btoi(s.ext.ZNodes["/"] != nil) >= MaxZNodes {
-		return ZNodeResult{}, fmt.Errorf("create %s: %w: %d exist", path, ErrZNodeTooMany, MaxZNodes)
+	if len(s.ext.ZNodes)-btoi(s.ext.ZNodes["/"] != nil) >= maxZNodes {
+		return ZNodeResult{}, fmt.Errorf("create %s: %w: %d exist", path, ErrZNodeTooMany, maxZNodes)
 	}
 	zxid := int64(s.applied)
 	n := &ZNode{Data: append([]byte(nil), c.Data...), ACL: append([]ZNodeACL(nil), c.ACL...),

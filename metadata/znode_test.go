@@ -104,6 +104,10 @@ func TestZNodeCreateFlags(t *testing.T) {
 	res := zcreate(t, a, "/q/n-", func(c *ZNodeCreate) { c.Sequential = true })
 	require.Equal(t, "/q/n-0000000002", res.Out.(ZNodeResult).Path, "a delete does not make a name repeat")
 
+	res = zcreate(t, a, "/q/", func(c *ZNodeCreate) { c.Sequential = true })
+	require.NoError(t, res.Err)
+	require.Equal(t, "/q/0000000003", res.Out.(ZNodeResult).Path, "a sequential path may end in /")
+
 	res = zcreate(t, a, "/e", func(c *ZNodeCreate) { c.Ephemeral, c.Session = true, 77 })
 	require.NoError(t, res.Err)
 	require.Equal(t, int64(77), res.Out.(ZNodeResult).Stat.EphemeralOwner)
@@ -118,8 +122,8 @@ func TestZNodeCreateFlags(t *testing.T) {
 	names, ok := a.s.Children("/")
 	require.True(t, ok)
 	require.Equal(t, []string{"c", "e", "q", "t"}, names)
-	require.Equal(t, 7, a.s.AllChildrenNumber("/"))
-	require.Equal(t, 2, a.s.AllChildrenNumber("/q"))
+	require.Equal(t, 8, a.s.AllChildrenNumber("/"))
+	require.Equal(t, 3, a.s.AllChildrenNumber("/q"))
 	require.Equal(t, -1, a.s.AllChildrenNumber("/nope"))
 	requireZConsistent(t, a.s)
 }
@@ -172,6 +176,19 @@ func TestZNodeErrors(t *testing.T) {
 	}
 	// Refusals change nothing but the applied index.
 	require.Equal(t, string(before), string(a.s.ext.encode()))
+	requireZConsistent(t, a.s)
+}
+
+func TestZNodeLimit(t *testing.T) {
+	defer func(n int) { maxZNodes = n }(maxZNodes)
+	maxZNodes = 3
+	a := newApplier(t)
+	for _, p := range []string{"/a", "/b", "/c"} {
+		require.NoError(t, zcreate(t, a, p, nil).Err)
+	}
+	require.ErrorIs(t, zcreate(t, a, "/d", nil).Err, ErrZNodeTooMany)
+	require.NoError(t, a.apply(zcmd(t, OpZNodeDelete, ZNodeDelete{Path: "/a", Version: -1})).Err)
+	require.NoError(t, zcreate(t, a, "/d", nil).Err)
 	requireZConsistent(t, a.s)
 }
 
@@ -279,6 +296,7 @@ func TestZNodeSnapshotRoundTrip(t *testing.T) {
 		func(e *extState) { e.ZNodes["/a/e/x"] = &ZNode{ACL: worldAll} },
 		func(e *extState) { delete(e.ZNodes, "/") },
 		func(e *extState) { e.ZNodes["/a/b"].ACL = nil },
+		func(e *extState) { e.ZNodes["/"].EphemeralOwner = 3 },
 	} {
 		c := a.s.ext.clone()
 		bad(&c)
