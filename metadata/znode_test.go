@@ -425,3 +425,23 @@ func FuzzZNodePayload(f *testing.F) {
 		require.NoError(t, err)
 	})
 }
+
+// A refused multi on an empty tree leaves it empty: the root it stored
+// on the way is taken back too, so the snapshot is that of a state that
+// never saw a znode op.
+func TestZNodeMultiRollbackFromEmpty(t *testing.T) {
+	a := newApplier(t)
+	res := a.apply(zcmd(t, OpZNodeMulti, ZNodeMulti{Ops: []ZNodeOp{
+		{Create: &ZNodeCreate{Path: "/x", ACL: worldAll, Ephemeral: true, Session: 1}},
+		{Create: &ZNodeCreate{Path: "/x/y", ACL: worldAll}},
+	}}))
+	var me *ZNodeMultiError
+	require.ErrorAs(t, res.Err, &me)
+	require.Equal(t, 1, me.Index)
+	require.ErrorIs(t, res.Err, ErrZNodeNoChildrenForEphemerals)
+	b := New()
+	_, _ = b.Apply(a.index, nil)
+	require.Equal(t, mustSnapshot(t, b), mustSnapshot(t, a.s))
+	require.Nil(t, a.s.ext.ZNodes)
+	require.Empty(t, a.s.EphemeralsOf(1))
+}
