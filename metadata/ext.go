@@ -68,6 +68,10 @@ type extState struct {
 	// ephemerals are the ephemeral znode paths per session (znode.go);
 	// derived from ZNodes and never serialised.
 	ephemerals map[int64]map[string]struct{}
+	// zkids are the sorted child names of each znode that has children
+	// (znode.go), so getChildren is a copy, not a scan; derived from
+	// ZNodes and never serialised.
+	zkids map[string][]string
 }
 
 func (e *extState) encode() []byte {

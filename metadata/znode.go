@@ -118,9 +118,6 @@ type ZNode struct {
 	Version  int32 `json:"version,omitempty"`
 	Cversion int32 `json:"cversion,omitempty"`
 	Aversion int32 `json:"aversion,omitempty"`
-	// kids are the child names, sorted; derived (rebuilt on decode), so
-	// getChildren is a copy, not a scan.
-	kids []string
 }
 
 // ZNodeStat is ZooKeeper's Stat of a znode.
@@ -150,16 +147,16 @@ type ZNodeResult struct {
 	Stat ZNodeStat
 }
 
-func (n *ZNode) stat() ZNodeStat {
+func (n *ZNode) stat(numChildren int) ZNodeStat {
 	return ZNodeStat{Czxid: n.Czxid, Mzxid: n.Mzxid, Pzxid: n.Pzxid, Ctime: n.Ctime, Mtime: n.Mtime,
 		Version: n.Version, Cversion: n.Cversion, Aversion: n.Aversion, EphemeralOwner: n.EphemeralOwner,
-		DataLength: int32(len(n.Data)), NumChildren: int32(len(n.kids))}
+		DataLength: int32(len(n.Data)), NumChildren: int32(numChildren)}
 }
 
-// copy returns a shallow copy whose kids slice may be changed.
+// copy returns a copy to change: Data and ACL are shared, as they are
+// replaced, never changed in place.
 func (n *ZNode) copy() *ZNode {
 	c := *n
-	c.kids = append([]string(nil), n.kids...)
 	return &c
 }
 
@@ -242,7 +239,7 @@ func (s *State) ZNode(path string) (ZNodeInfo, bool) {
 		return ZNodeInfo{}, false
 	}
 	return ZNodeInfo{Path: path, Data: append([]byte(nil), n.Data...), ACL: append([]ZNodeACL(nil), n.ACL...),
-		TTLMS: n.TTLMS, Container: n.Container, Stat: n.stat()}, true
+		TTLMS: n.TTLMS, Container: n.Container, Stat: n.stat(len(s.ext.zkids[path]))}, true
 }
 
 // Children returns the child names of path, sorted; ok is false when
@@ -254,7 +251,7 @@ func (s *State) Children(path string) (names []string, ok bool) {
 	if n == nil {
 		return nil, false
 	}
-	return append([]string(nil), n.kids...), true
+	return append([]string(nil), s.ext.zkids[path]...), true
 }
 
 // AllChildrenNumber returns the number of descendants of path (not path
@@ -269,15 +266,15 @@ func (s *State) AllChildrenNumber(path string) int {
 	if path == "/" {
 		return len(s.ext.ZNodes) - btoi(s.ext.ZNodes["/"] != nil)
 	}
-	var count func(p string, n *ZNode) int
-	count = func(p string, n *ZNode) int {
-		c := len(n.kids)
-		for _, k := range n.kids {
-			c += count(p+"/"+k, s.ext.ZNodes[p+"/"+k])
+	var count func(p string) int
+	count = func(p string) int {
+		c := len(s.ext.zkids[p])
+		for _, k := range s.ext.zkids[p] {
+			c += count(p + "/" + k)
 		}
 		return c
 	}
-	return count(path, n)
+	return count(path)
 }
 
 func btoi(b bool) int {
@@ -302,7 +299,7 @@ func (s *State) EphemeralsOf(session int64) []string {
 // checkZNodes refuses a snapshot whose znode tree is inconsistent and
 // rebuilds the derived child lists and ephemeral index.
 func (e *extState) checkZNodes() error {
-	e.ephemerals = nil
+	e.ephemerals, e.zkids = nil, nil
 	if len(e.ZNodes) > maxZNodes+1 {
 		return corrupt("%d znodes, more than %d", len(e.ZNodes), maxZNodes)
 	}
@@ -311,14 +308,13 @@ func (e *extState) checkZNodes() error {
 		if n == nil || ValidateZNodePath(p) != nil || validateZNodeACL(n.ACL) != nil || len(n.Data) > MaxZNodeData {
 			return corrupt("znode %q is inconsistent", p)
 		}
-		n.kids = nil
 		paths = append(paths, p)
 	}
 	if r := e.ZNodes["/"]; len(paths) > 0 && (r == nil || r.EphemeralOwner != 0 || r.TTLMS != 0 || r.Container) {
 		return corrupt("znodes without a persistent root")
 	}
 	// Siblings share the prefix parent+"/", so in a byte-wise sort of
-	// full paths they come in name order: every kids list ends sorted.
+	// full paths they come in name order: every child list ends sorted.
 	sort.Strings(paths)
 	for _, p := range paths {
 		if p == "/" {
@@ -330,7 +326,10 @@ func (e *extState) checkZNodes() error {
 		if pn == nil || pn.EphemeralOwner != 0 {
 			return corrupt("znode %q has no parent or an ephemeral one", p)
 		}
-		pn.kids = append(pn.kids, name)
+		if e.zkids == nil {
+			e.zkids = map[string][]string{}
+		}
+		e.zkids[parent] = append(e.zkids[parent], name)
 		if n.EphemeralOwner != 0 {
 			e.addEphemeral(n.EphemeralOwner, p)
 		}

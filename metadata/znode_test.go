@@ -39,8 +39,9 @@ func requireZConsistent(t testing.TB, s *State) {
 	c := s.ext.clone()
 	require.NoError(t, c.checkZNodes())
 	require.Len(t, c.ZNodes, len(s.ext.ZNodes))
-	for p, n := range s.ext.ZNodes {
-		require.Equal(t, fmt.Sprint(c.ZNodes[p].kids), fmt.Sprint(n.kids), "children of %s", p)
+	require.Equal(t, len(c.zkids), len(s.ext.zkids))
+	for p, k := range s.ext.zkids {
+		require.Equal(t, c.zkids[p], k, "children of %s", p)
 	}
 	require.Equal(t, len(c.ephemerals), len(s.ext.ephemerals))
 	for id, ps := range s.ext.ephemerals {
@@ -444,4 +445,20 @@ func TestZNodeMultiRollbackFromEmpty(t *testing.T) {
 	require.Equal(t, mustSnapshot(t, b), mustSnapshot(t, a.s))
 	require.Nil(t, a.s.ext.ZNodes)
 	require.Empty(t, a.s.EphemeralsOf(1))
+	requireZConsistent(t, a.s)
+}
+
+// BenchmarkZNodeCreateSiblings creates sequential nodes under one parent,
+// the queue and lock recipes' pattern: the cost per create must not grow
+// with a copy of the sibling list.
+func BenchmarkZNodeCreateSiblings(b *testing.B) {
+	a := newApplier(b)
+	require.NoError(b, zcreate(b, a, "/q", nil).Err)
+	cmd := zcmd(b, OpZNodeCreate, ZNodeCreate{Path: "/q/n-", ACL: worldAll, Sequential: true, AtMS: 1})
+	b.ResetTimer()
+	for range b.N {
+		if res := a.apply(cmd); res.Err != nil {
+			b.Fatal(res.Err)
+		}
+	}
 }
