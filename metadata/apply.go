@@ -102,6 +102,18 @@ func (s *State) applyCommand(c *Command) Result {
 		return s.applyACLTokenCreate(c)
 	case OpACLTokenDelete:
 		return s.applyACLTokenDelete(c)
+	case OpZNodeCreate:
+		return s.applyZNodeCreate(c)
+	case OpZNodeDelete:
+		return s.applyZNodeDelete(c)
+	case OpZNodeSetData:
+		return s.applyZNodeSetData(c)
+	case OpZNodeSetACL:
+		return s.applyZNodeSetACL(c)
+	case OpZNodeMulti:
+		return s.applyZNodeMulti(c)
+	case OpZNodeCloseSession:
+		return s.applyZNodeCloseSession(c)
 	default:
 		// decodeCommand only lets an unknown op through when it carries
 		// IgnoreUnknownTypeFlag: skipping it is the proposer's documented

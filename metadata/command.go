@@ -118,6 +118,13 @@ var opNames = map[Op]string{
 	OpACLPolicyDelete: "acl_policy_delete",
 	OpACLTokenCreate:  "acl_token_create",
 	OpACLTokenDelete:  "acl_token_delete",
+	// ZooKeeper znode ops (80-89), see znode.go.
+	OpZNodeCreate:       "znode_create",
+	OpZNodeDelete:       "znode_delete",
+	OpZNodeSetData:      "znode_set_data",
+	OpZNodeSetACL:       "znode_set_acl",
+	OpZNodeMulti:        "znode_multi",
+	OpZNodeCloseSession: "znode_close_session",
 }
 
 // Marshal encodes c as a v1 command record: version byte, op byte, uvarint

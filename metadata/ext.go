@@ -53,6 +53,9 @@ type extState struct {
 	ACLBootstrapped bool                  `json:"acl_bootstrapped,omitempty"`
 	ACLPolicies     map[string]*ACLPolicy `json:"acl_policies,omitempty"`
 	ACLTokens       map[string]*ACLToken  `json:"acl_tokens,omitempty"`
+	// ZNodes is the ZooKeeper znode tree by path (znode.go); the root is
+	// stored once something changed it.
+	ZNodes map[string]*ZNode `json:"znodes,omitempty"`
 
 	// leasesBy counts live leases per creator (coord.go); derived from
 	// Leases and never serialised.
@@ -62,6 +65,13 @@ type extState struct {
 	// assigns remembers the latest AssignSeq bumps (assignlog.go); never
 	// serialised.
 	assigns assignLog
+	// ephemerals are the ephemeral znode paths per session (znode.go);
+	// derived from ZNodes and never serialised.
+	ephemerals map[int64]map[string]struct{}
+	// zkids are the sorted child names of each znode that has children
+	// (znode.go), so getChildren is a copy, not a scan; derived from
+	// ZNodes and never serialised.
+	zkids map[string][]string
 }
 
 func (e *extState) encode() []byte {
@@ -92,6 +102,9 @@ func decodeExt(p []byte) (extState, error) {
 		return extState{}, err
 	}
 	if err := e.checkACL(); err != nil {
+		return extState{}, err
+	}
+	if err := e.checkZNodes(); err != nil {
 		return extState{}, err
 	}
 	for _, l := range e.Leases {
