@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -30,16 +29,17 @@ func aclCommand() *cli.Command {
 	}
 }
 
-// aclJSON prints v as indented JSON when -o json (output.go), reporting
-// whether it did.
-func aclJSON(c *cli.Context, v any) (bool, error) {
+// aclJSON prints v (printJSON) when -o json (output.go), reporting whether
+// the command is done: it printed, or -o was bad.
+func aclJSON(c *cli.Context, v any) (done bool, err error) {
 	asJSON, err := jsonOutput(c)
-	if err != nil || !asJSON {
-		return err != nil, err
+	if err != nil {
+		return true, err
 	}
-	enc := json.NewEncoder(c.App.Writer)
-	enc.SetIndent("", "  ")
-	return true, enc.Encode(v)
+	if !asJSON {
+		return false, nil
+	}
+	return true, printJSON(c.App.Writer, v)
 }
 
 func aclBootstrapCommand() *cli.Command {

@@ -251,9 +251,7 @@ func leaseListCommand() *cli.Command {
 				for i, l := range ls {
 					out[i] = map[string]any{"id": l.ID, "ttl": l.TTL.String(), "keys": l.Keys, "locks": l.Locks}
 				}
-				enc := json.NewEncoder(c.App.Writer)
-				enc.SetIndent("", "  ")
-				return enc.Encode(out)
+				return printJSON(c.App.Writer, out)
 			}
 			if len(ls) == 0 {
 				_, err := fmt.Fprintln(c.App.Writer, "(no leases)")
