@@ -85,6 +85,10 @@ var (
 	ErrACLPolicyUnknown = errors.New("unknown ACL policy")
 	// ErrACLTokenUnknown: no token has that accessor id.
 	ErrACLTokenUnknown = errors.New("unknown ACL token")
+	// ErrACLNotBootstrapped: a token before the bootstrap token. Tokens
+	// mean nothing while ACLs are off, and a state holding tokens but not
+	// bootstrapped would be refused by the snapshot check.
+	ErrACLNotBootstrapped = errors.New("ACLs are not bootstrapped")
 	// ErrACLTooMany: MaxACLPolicies or MaxACLTokens exist.
 	ErrACLTooMany = errors.New("too many ACL objects")
 )
@@ -244,7 +248,7 @@ func ACLSecretHash(secret string) string {
 // FormatACLSecret is the token string a user is given for secret bytes.
 func FormatACLSecret(secret []byte) string { return ACLTokenPrefix + hex.EncodeToString(secret) }
 
-// aclTokenInfo is the public form of t.
+// info is the public form of t: no secret hash.
 func (t *ACLToken) info() ACLToken {
 	c := *t
 	c.SecretSHA256 = ""
@@ -375,6 +379,9 @@ func (s *State) applyACLTokenCreate(c *Command) Result {
 	}
 	if err := t.Validate(); err != nil {
 		return s.invalid("acl token: %v", err)
+	}
+	if !s.ext.ACLBootstrapped {
+		return Result{Revision: s.revision, Err: fmt.Errorf("%w: make the first token with 'corral acl bootstrap'", ErrACLNotBootstrapped)}
 	}
 	for _, p := range t.Policies {
 		if s.ext.ACLPolicies[p] == nil {

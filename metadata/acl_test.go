@@ -181,3 +181,18 @@ func TestLease_CountedPerCreator(t *testing.T) {
 	require.Equal(t, 1, got.LeaseCountBy("aaaa"))
 	require.Equal(t, 1, got.LeaseCountBy("bbbb"))
 }
+
+// A token before bootstrap is refused: it would mean nothing while ACLs
+// are off, and a snapshot holding tokens but not bootstrapped is refused
+// as corrupt.
+func TestACL_NoTokenBeforeBootstrap(t *testing.T) {
+	t.Parallel()
+	a := newApplier(t)
+	res := aclApply(a, OpACLTokenCreate, aclToken("00000000000000aa", "s", ACLTypeManagement))
+	require.ErrorIs(t, res.Err, ErrACLNotBootstrapped)
+	require.Empty(t, a.s.ACLTokens())
+	snap, err := a.s.Snapshot()
+	require.NoError(t, err)
+	_, err = Restore(snap)
+	require.NoError(t, err)
+}

@@ -54,6 +54,8 @@ func aclError(err error) error {
 	switch {
 	case errors.Is(err, metadata.ErrACLBootstrapped):
 		return httpError(http.StatusConflict, "acl_bootstrapped", "%v", err)
+	case errors.Is(err, metadata.ErrACLNotBootstrapped):
+		return httpError(http.StatusConflict, "acl_not_bootstrapped", "%v", err)
 	case errors.Is(err, metadata.ErrACLTooMany):
 		return httpError(http.StatusConflict, "too_many", "%v; delete unused ones first", err)
 	case errors.Is(err, metadata.ErrACLTokenUnknown):

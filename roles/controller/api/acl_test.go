@@ -341,3 +341,11 @@ func TestLeaseList_PagedByID(t *testing.T) {
 	require.False(t, page.More)
 	requireAnswer(t, f.do("GET", "/v1/leases?limit=10001", ""), http.StatusBadRequest, "bad_request")
 }
+
+func TestACL_TokenCreateBeforeBootstrapRefused(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	rec := f.do("POST", "/v1/acl/tokens", `{"name": "m", "type": "management"}`, "X-Corral-Client", "t")
+	requireAnswer(t, rec, http.StatusConflict, "acl_not_bootstrapped")
+	require.Contains(t, rec.Body.String(), "corral acl bootstrap")
+}
