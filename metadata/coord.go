@@ -88,6 +88,8 @@ type Lease struct {
 	// Creator is the accessor id of the API token that granted the lease
 	// (ACLIdentity.AccessorID), for the per-token lease limit.
 	Creator string `json:"creator,omitempty"`
+	// SecretHash is LeaseGrantPayload.SecretHash (ZooKeeper sessions).
+	SecretHash string `json:"secret_hash,omitempty"`
 }
 
 func (l *Lease) clone() Lease {
@@ -119,6 +121,10 @@ type LeaseGrantPayload struct {
 	TTLMS int64 `json:"ttl_ms"`
 	// Creator names the granting token (Lease.Creator); "" when unknown.
 	Creator string `json:"creator,omitempty"`
+	// SecretHash, when set, is the hex SHA-256 of a secret the lease's
+	// holder must show to resume it (a ZooKeeper session's password).
+	// Only the hash is replicated, so snapshots and backups hold no secret.
+	SecretHash string `json:"secret_hash,omitempty"`
 }
 
 // LeaseGrant is Result.Out of OpLeaseGrant.
@@ -235,15 +241,18 @@ func (s *State) applyLeaseGrant(c *Command) Result {
 	if len(s.ext.Leases) >= MaxLeases {
 		return Result{Revision: s.revision, Err: fmt.Errorf("lease grant: %w (limit %d)", ErrTooManyLeases, MaxLeases)}
 	}
+	if p.SecretHash != "" && !isHexSHA256(p.SecretHash) {
+		return s.invalid("lease grant: secret_hash is not a hex SHA-256")
+	}
+	if len(p.Creator) > 64 {
+		return s.invalid("lease grant: creator longer than 64 bytes")
+	}
 	s.ext.LeaseNextID++
 	id := s.ext.LeaseNextID
 	if s.ext.Leases == nil {
 		s.ext.Leases = map[int64]*Lease{}
 	}
-	if len(p.Creator) > 64 {
-		return s.invalid("lease grant: creator longer than 64 bytes")
-	}
-	s.ext.Leases[id] = &Lease{ID: id, TTLMS: p.TTLMS, Creator: p.Creator}
+	s.ext.Leases[id] = &Lease{ID: id, TTLMS: p.TTLMS, Creator: p.Creator, SecretHash: p.SecretHash}
 	s.ext.countLease(p.Creator, 1)
 	return Result{Revision: s.revision, Out: LeaseGrant{ID: id, TTLMS: p.TTLMS}}
 }
@@ -283,6 +292,10 @@ func (s *State) revokeLease(id int64, res *Result) {
 		s.deleteItem(k, id, res)
 		delete(s.ext.KeyLeases, k)
 	}
+	// A ZooKeeper session is a lease: its end takes its ephemeral znodes,
+	// at the same log position on every replica. The error cannot happen
+	// (the index holds only childless nodes) and revoking stays total.
+	_, _ = s.deleteEphemerals(id, res)
 	delete(s.ext.Leases, id)
 	s.ext.countLease(l.Creator, -1)
 	if len(s.ext.Leases) == 0 {
@@ -629,4 +642,17 @@ func (e *extState) checkCoord() error {
 		}
 	}
 	return nil
+}
+
+// isHexSHA256 reports whether h is 64 lower-case hex digits.
+func isHexSHA256(h string) bool {
+	if len(h) != 64 {
+		return false
+	}
+	for i := 0; i < len(h); i++ {
+		if c := h[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }

@@ -25,6 +25,10 @@ type Result struct {
 	// Events are the key changes the entry made, in revision order (one
 	// revision each), for watches (coord.go).
 	Events []Event
+	// ZNodeEvents are the znode changes the entry made, in order, for
+	// ZooKeeper watches (znode.go); a lease revoke reports the ephemeral
+	// znodes of the sessions it ended.
+	ZNodeEvents []ZNodeEvent
 	// Out is an op-specific answer (LeaseGrant, LockStatus, ...).
 	Out any
 }

@@ -74,6 +74,9 @@ var (
 	// ErrZNodeNoChildrenForEphemerals is ZooKeeper's
 	// NoChildrenForEphemerals (-108).
 	ErrZNodeNoChildrenForEphemerals = errors.New("ephemeral znodes may not have children")
+	// ErrZNodeSessionExpired is ZooKeeper's SessionExpired (-112): an
+	// ephemeral create for a session (lease) that no longer exists.
+	ErrZNodeSessionExpired = errors.New("session expired")
 	// ErrZNodeBadArguments is ZooKeeper's BadArguments (-8): a bad path,
 	// flag combination, TTL, or a write to the root.
 	ErrZNodeBadArguments = errors.New("bad znode arguments")
@@ -137,6 +140,28 @@ type ZNodeInfo struct {
 	TTLMS     int64
 	Container bool
 	Stat      ZNodeStat
+}
+
+// ZNodeEventType is what happened to a znode, numbered as ZooKeeper's
+// Watcher.Event.EventType (NodeCreated 1, NodeDeleted 2, NodeDataChanged
+// 3); a parent's NodeChildrenChanged (4) follows from a child's created or
+// deleted event.
+type ZNodeEventType int32
+
+// The znode event types.
+const (
+	ZNodeCreated     ZNodeEventType = 1
+	ZNodeDeleted     ZNodeEventType = 2
+	ZNodeDataChanged ZNodeEventType = 3
+)
+
+// ZNodeEvent is one change an applied entry made to the znode tree, for
+// ZooKeeper watches (Result.ZNodeEvents). Zxid is the entry's index.
+// setACL makes none: ZooKeeper fires no watch for it.
+type ZNodeEvent struct {
+	Type ZNodeEventType
+	Path string
+	Zxid int64
 }
 
 // ZNodeResult is the Out of a create, setData or setACL, and of each op of

@@ -189,6 +189,10 @@ func (s *State) zcreate(c *ZNodeCreate, undo *[]znodeUndo) (ZNodeResult, error) 
 		return ZNodeResult{}, fmt.Errorf("%w: create %s: ephemeral, container and TTL exclude each other, and a container is not sequential", ErrZNodeBadArguments, c.Path)
 	case c.TTLMS < 0 || c.TTLMS > MaxZNodeTTLMS:
 		return ZNodeResult{}, fmt.Errorf("%w: create %s: TTL %d ms out of range", ErrZNodeBadArguments, c.Path, c.TTLMS)
+	case c.Ephemeral && s.ext.Leases[c.Session] == nil:
+		// A session is a lease (coord.go): an ephemeral of an ended one
+		// would never be deleted.
+		return ZNodeResult{}, fmt.Errorf("create %s: session %#x: %w", c.Path, c.Session, ErrZNodeSessionExpired)
 	}
 	parentPath, _ := splitZNodePath(c.Path)
 	parent := s.ext.znode(parentPath)
@@ -302,11 +306,15 @@ func (s *State) zcheck(d *ZNodeCheck) (ZNodeResult, error) {
 	return ZNodeResult{Path: d.Path, Stat: n.stat(len(s.ext.zkids[d.Path]))}, nil
 }
 
-func (s *State) zresult(r ZNodeResult, err error) Result {
+func (s *State) zresult(r ZNodeResult, err error, ev ZNodeEventType) Result {
 	if err != nil {
 		return Result{Revision: s.revision, Err: err}
 	}
-	return Result{Revision: s.revision, Out: r}
+	res := Result{Revision: s.revision, Out: r}
+	if ev != 0 {
+		res.ZNodeEvents = []ZNodeEvent{{Type: ev, Path: r.Path, Zxid: int64(s.applied)}}
+	}
+	return res
 }
 
 func (s *State) applyZNodeCreate(c *Command) Result {
@@ -314,7 +322,8 @@ func (s *State) applyZNodeCreate(c *Command) Result {
 	if err := decodePayload(c, &p); err != nil {
 		return s.invalid("%v", err)
 	}
-	return s.zresult(s.zcreate(&p, nil))
+	r, err := s.zcreate(&p, nil)
+	return s.zresult(r, err, ZNodeCreated)
 }
 
 func (s *State) applyZNodeDelete(c *Command) Result {
@@ -322,7 +331,9 @@ func (s *State) applyZNodeDelete(c *Command) Result {
 	if err := decodePayload(c, &p); err != nil {
 		return s.invalid("%v", err)
 	}
-	return s.zresult(s.zdelete(&p, nil))
+	r, err := s.zdelete(&p, nil)
+	r.Path = p.Path
+	return s.zresult(r, err, ZNodeDeleted)
 }
 
 func (s *State) applyZNodeSetData(c *Command) Result {
@@ -330,7 +341,8 @@ func (s *State) applyZNodeSetData(c *Command) Result {
 	if err := decodePayload(c, &p); err != nil {
 		return s.invalid("%v", err)
 	}
-	return s.zresult(s.zsetData(&p, nil))
+	r, err := s.zsetData(&p, nil)
+	return s.zresult(r, err, ZNodeDataChanged)
 }
 
 func (s *State) applyZNodeSetACL(c *Command) Result {
@@ -339,24 +351,25 @@ func (s *State) applyZNodeSetACL(c *Command) Result {
 		return s.invalid("%v", err)
 	}
 	if err := ValidateZNodePath(p.Path); err != nil {
-		return s.zresult(ZNodeResult{}, err)
+		return s.zresult(ZNodeResult{}, err, 0)
 	}
 	if err := validateZNodeACL(p.ACL); err != nil {
-		return s.zresult(ZNodeResult{}, fmt.Errorf("set ACL %s: %w", p.Path, err))
+		return s.zresult(ZNodeResult{}, fmt.Errorf("set ACL %s: %w", p.Path, err), 0)
 	}
 	n := s.ext.znode(p.Path)
 	if n == nil {
-		return s.zresult(ZNodeResult{}, fmt.Errorf("set ACL %s: %w", p.Path, ErrZNodeNoNode))
+		return s.zresult(ZNodeResult{}, fmt.Errorf("set ACL %s: %w", p.Path, ErrZNodeNoNode), 0)
 	}
 	if p.Version != -1 && p.Version != n.Aversion {
-		return s.zresult(ZNodeResult{}, fmt.Errorf("set ACL: %w: %s is at aversion %d, not %d", ErrZNodeBadVersion, p.Path, n.Aversion, p.Version))
+		return s.zresult(ZNodeResult{}, fmt.Errorf("set ACL: %w: %s is at aversion %d, not %d", ErrZNodeBadVersion, p.Path, n.Aversion, p.Version), 0)
 	}
-	// Only aversion moves: ZooKeeper's setACL changes no zxid.
+	// Only aversion moves: ZooKeeper's setACL changes no zxid and fires
+	// no watch.
 	nc := n.copy()
 	nc.ACL = append([]ZNodeACL(nil), p.ACL...)
 	nc.Aversion++
 	s.zput(p.Path, nc, nil)
-	return s.zresult(ZNodeResult{Path: p.Path, Stat: nc.stat(len(s.ext.zkids[p.Path]))}, nil)
+	return s.zresult(ZNodeResult{Path: p.Path, Stat: nc.stat(len(s.ext.zkids[p.Path]))}, nil, 0)
 }
 
 func (s *State) applyZNodeMulti(c *Command) Result {
@@ -367,7 +380,10 @@ func (s *State) applyZNodeMulti(c *Command) Result {
 	if len(m.Ops) > MaxZNodeMultiOps {
 		return s.invalid("znode multi: %d ops, more than %d", len(m.Ops), MaxZNodeMultiOps)
 	}
-	var undo []znodeUndo
+	var (
+		undo []znodeUndo
+		evs  []ZNodeEvent
+	)
 	out := make([]ZNodeResult, 0, len(m.Ops))
 	for i, op := range m.Ops {
 		var (
@@ -380,10 +396,13 @@ func (s *State) applyZNodeMulti(c *Command) Result {
 			err = fmt.Errorf("%w: want exactly one of create, delete, set_data, check", ErrZNodeBadArguments)
 		case op.Create != nil:
 			r, err = s.zcreate(op.Create, &undo)
+			evs = append(evs, ZNodeEvent{Type: ZNodeCreated, Path: r.Path})
 		case op.Delete != nil:
 			r, err = s.zdelete(op.Delete, &undo)
+			evs = append(evs, ZNodeEvent{Type: ZNodeDeleted, Path: op.Delete.Path})
 		case op.SetData != nil:
 			r, err = s.zsetData(op.SetData, &undo)
+			evs = append(evs, ZNodeEvent{Type: ZNodeDataChanged, Path: r.Path})
 		default:
 			r, err = s.zcheck(op.Check)
 		}
@@ -393,7 +412,10 @@ func (s *State) applyZNodeMulti(c *Command) Result {
 		}
 		out = append(out, r)
 	}
-	return Result{Revision: s.revision, Out: out}
+	for i := range evs {
+		evs[i].Zxid = int64(s.applied)
+	}
+	return Result{Revision: s.revision, Out: out, ZNodeEvents: evs}
 }
 
 func (s *State) applyZNodeCloseSession(c *Command) Result {
@@ -404,8 +426,20 @@ func (s *State) applyZNodeCloseSession(c *Command) Result {
 	if p.Session == 0 {
 		return s.invalid("znode close session: session 0 owns no ephemerals")
 	}
-	paths := make([]string, 0, len(s.ext.ephemerals[p.Session]))
-	for path := range s.ext.ephemerals[p.Session] {
+	res := Result{Revision: s.revision}
+	paths, err := s.deleteEphemerals(p.Session, &res)
+	if err != nil {
+		return Result{Revision: s.revision, Err: err}
+	}
+	res.Out = paths
+	return res
+}
+
+// deleteEphemerals deletes session's ephemeral znodes, reporting each in
+// res.ZNodeEvents; a closed or expired session (a lease revoke) ends here.
+func (s *State) deleteEphemerals(session int64, res *Result) ([]string, error) {
+	paths := make([]string, 0, len(s.ext.ephemerals[session]))
+	for path := range s.ext.ephemerals[session] {
 		paths = append(paths, path)
 	}
 	// Sorted so every replica deletes (and reports) in the same order;
@@ -415,8 +449,9 @@ func (s *State) applyZNodeCloseSession(c *Command) Result {
 		if _, err := s.zdelete(&ZNodeDelete{Path: path, Version: -1}, nil); err != nil {
 			// Cannot happen: the index only holds childless existing
 			// nodes. Report instead of panicking in apply.
-			return Result{Revision: s.revision, Err: errors.Join(ErrInvalid, err)}
+			return nil, errors.Join(ErrInvalid, err)
 		}
+		res.ZNodeEvents = append(res.ZNodeEvents, ZNodeEvent{Type: ZNodeDeleted, Path: path, Zxid: int64(s.applied)})
 	}
-	return Result{Revision: s.revision, Out: paths}
+	return paths, nil
 }

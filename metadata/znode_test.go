@@ -27,6 +27,15 @@ func zcreate(t testing.TB, a *applier, path string, mod func(*ZNodeCreate)) Resu
 	return a.apply(zcmd(t, OpZNodeCreate, c))
 }
 
+// grantSessions grants leases 1..n: ZooKeeper sessions, which an
+// ephemeral create needs.
+func grantSessions(t testing.TB, a *applier, n int) {
+	t.Helper()
+	for range n {
+		require.NoError(t, a.apply(zcmd(t, OpLeaseGrant, LeaseGrantPayload{TTLMS: 10000})).Err)
+	}
+}
+
 func mustZ(t testing.TB, a *applier, path string) ZNodeInfo {
 	t.Helper()
 	n, ok := a.s.ZNode(path)
@@ -94,6 +103,7 @@ func TestZNodeStatBookkeeping(t *testing.T) {
 
 func TestZNodeCreateFlags(t *testing.T) {
 	a := newApplier(t)
+	grantSessions(t, a, 77)
 	require.NoError(t, zcreate(t, a, "/q", nil).Err)
 	// Sequential: the suffix is the parent's cversion, 10 digits.
 	for i, want := range []string{"/q/n-0000000000", "/q/n-0000000001"} {
@@ -131,6 +141,7 @@ func TestZNodeCreateFlags(t *testing.T) {
 
 func TestZNodeErrors(t *testing.T) {
 	a := newApplier(t)
+	grantSessions(t, a, 5)
 	require.NoError(t, zcreate(t, a, "/p", nil).Err)
 	require.NoError(t, zcreate(t, a, "/p/k", nil).Err)
 	require.NoError(t, zcreate(t, a, "/eph", func(c *ZNodeCreate) { c.Ephemeral, c.Session = true, 5 }).Err)
@@ -204,6 +215,7 @@ func TestValidateZNodePath(t *testing.T) {
 
 func TestZNodeMultiAtomic(t *testing.T) {
 	a := newApplier(t)
+	grantSessions(t, a, 9)
 	require.NoError(t, zcreate(t, a, "/m", nil).Err)
 	before := mustSnapshot(t, a.s)
 	beforeRoot := mustZ(t, a, "/")
@@ -221,6 +233,7 @@ func TestZNodeMultiAtomic(t *testing.T) {
 	// Nothing changed, counters included: the byte-identical snapshot
 	// differs only in the applied index.
 	a2 := newApplier(t)
+	grantSessions(t, a2, 9)
 	require.NoError(t, zcreate(t, a2, "/m", nil).Err)
 	a2.index++
 	_, _ = a2.s.Apply(a2.index, nil)
@@ -254,6 +267,7 @@ func TestZNodeMultiAtomic(t *testing.T) {
 
 func TestZNodeCloseSession(t *testing.T) {
 	a := newApplier(t)
+	grantSessions(t, a, 2)
 	require.NoError(t, zcreate(t, a, "/d", nil).Err)
 	for i, s := range []int64{1, 2, 1, 2, 1} {
 		require.NoError(t, zcreate(t, a, fmt.Sprintf("/d/e%d", i), func(c *ZNodeCreate) { c.Ephemeral, c.Session = true, s }).Err)
@@ -274,6 +288,7 @@ func TestZNodeCloseSession(t *testing.T) {
 
 func TestZNodeSnapshotRoundTrip(t *testing.T) {
 	a := newApplier(t)
+	grantSessions(t, a, 4)
 	require.NoError(t, zcreate(t, a, "/a", nil).Err)
 	require.NoError(t, zcreate(t, a, "/a/b", nil).Err)
 	require.NoError(t, zcreate(t, a, "/a-", nil).Err)
@@ -373,6 +388,8 @@ func TestZNodeDeterminism(t *testing.T) {
 	for seed := range uint64(5) {
 		cmds := randomZLog(t, seed, 600)
 		a, b, c := newApplier(t), newApplier(t), newApplier(t)
+		grantSessions(t, a, 3)
+		grantSessions(t, b, 3)
 		var okN, multiOK, multiFail int
 		for i, cmd := range cmds {
 			ra, rb := a.apply(cmd), b.apply(cmd)
@@ -414,6 +431,7 @@ func FuzzZNodePayload(f *testing.F) {
 	f.Add(byte(5), []byte(`{"session":1}`))
 	f.Fuzz(func(t *testing.T, op byte, payload []byte) {
 		a := newApplier(t)
+		grantSessions(t, a, 1)
 		require.NoError(t, zcreate(t, a, "/a", nil).Err)
 		require.NoError(t, zcreate(t, a, "/a/e", func(c *ZNodeCreate) { c.Ephemeral, c.Session = true, 1 }).Err)
 		res := a.apply(&Command{Op: Op(80 + op%6), Value: payload})
@@ -432,6 +450,7 @@ func FuzzZNodePayload(f *testing.F) {
 // never saw a znode op.
 func TestZNodeMultiRollbackFromEmpty(t *testing.T) {
 	a := newApplier(t)
+	grantSessions(t, a, 1)
 	res := a.apply(zcmd(t, OpZNodeMulti, ZNodeMulti{Ops: []ZNodeOp{
 		{Create: &ZNodeCreate{Path: "/x", ACL: worldAll, Ephemeral: true, Session: 1}},
 		{Create: &ZNodeCreate{Path: "/x/y", ACL: worldAll}},
@@ -440,9 +459,10 @@ func TestZNodeMultiRollbackFromEmpty(t *testing.T) {
 	require.ErrorAs(t, res.Err, &me)
 	require.Equal(t, 1, me.Index)
 	require.ErrorIs(t, res.Err, ErrZNodeNoChildrenForEphemerals)
-	b := New()
-	_, _ = b.Apply(a.index, nil)
-	require.Equal(t, mustSnapshot(t, b), mustSnapshot(t, a.s))
+	b := newApplier(t)
+	grantSessions(t, b, 1)
+	_, _ = b.s.Apply(a.index, nil)
+	require.Equal(t, mustSnapshot(t, b.s), mustSnapshot(t, a.s))
 	require.Nil(t, a.s.ext.ZNodes)
 	require.Empty(t, a.s.EphemeralsOf(1))
 	requireZConsistent(t, a.s)
