@@ -42,7 +42,8 @@ type Controller struct {
 
 	leasesExpired prometheus.Counter // coord_loop.go
 
-	api     *api.Server // HTTP API and dashboard (package api)
+	api     *api.Server       // HTTP API and dashboard (package api)
+	peerRT  http.RoundTripper // the cluster link's HTTP (peerlink.go), nil without one
 	closeMu sync.Once
 }
 
@@ -104,13 +105,15 @@ func Start(cfg Config) (*Controller, error) {
 			return nil, err
 		}
 	}
+	c.peerRT = c.peerTransport()
 	c.api = api.New(api.Config{
 		NodeID: cfg.NodeID, HTTPAddr: cfg.HTTPAddr, AdvertiseAddr: cfg.HTTPAdvertiseAddr, APITokenFile: cfg.APITokenFile, HTTPInsecure: cfg.HTTPInsecure,
 		AllowedHosts: cfg.HTTPAllowedHosts,
 		MetricsAddr:  cfg.MetricsAddr, MetricsTokenFile: cfg.MetricsTokenFile,
 		EnablePprof: cfg.EnablePprof, RequestTimeout: cfg.RequestTimeout, TickInterval: cfg.TickInterval,
 		MaxConns: cfg.HTTPMaxConns, IdleTimeout: cfg.HTTPIdleTimeout, ReadTimeout: cfg.HTTPReadTimeout,
-		Registry: c.reg, Stopping: r.Stopping(), Logger: c.log, PeerTransport: c.peerTransport(), TLS: httpTLS,
+		Registry: c.reg, Stopping: r.Stopping(), Logger: c.log, PeerTransport: c.peerRT, TLS: httpTLS,
+		PeerRoutes: map[string]http.Handler{zkKeepAlivePath: http.HandlerFunc(c.serveZKKeepAlive)},
 		Limits: api.Limits{QuotaBytes: max(cfg.QuotaBytes, 0), MaxLeases: cfg.MaxLeases,
 			MaxLeasesPerToken: cfg.MaxLeasesPerToken, MaxWatchesPerToken: cfg.MaxWatchesPerToken},
 	}, c.apiBackend())

@@ -46,6 +46,10 @@ func (s *Server) ServePeers(ln net.Listener) {
 	next := srv.Handler
 	srv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		served.Inc()
+		if h, ok := s.cfg.PeerRoutes[r.URL.Path]; ok {
+			h.ServeHTTP(w, r)
+			return
+		}
 		next.ServeHTTP(w, r)
 	})
 	s.peerMu.Lock()

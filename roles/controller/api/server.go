@@ -217,6 +217,11 @@ type Config struct {
 	// mutual-TLS cluster link, addressed by transport.PeerURL. nil sends
 	// them to the peers' HTTP addresses: only the API's unit tests do.
 	PeerTransport http.RoundTripper
+	// PeerRoutes are handlers, by exact path, served on the cluster link
+	// only (ServePeers), before the API's routes: internal calls between
+	// controllers that no API token may make (the ZooKeeper server's
+	// session keep-alives).
+	PeerRoutes map[string]http.Handler
 	// Stopping is closed when the controller begins to stop: long-lived
 	// streams end.
 	Stopping <-chan struct{}

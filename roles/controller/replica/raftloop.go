@@ -188,6 +188,9 @@ func (c *Replica) applyEntries(ents []*pb.Entry) error {
 			if h := c.cfg.Hooks.Applied; h != nil {
 				h(res.Events)
 			}
+			if h := c.cfg.Hooks.ZNodesApplied; h != nil && len(res.ZNodeEvents) > 0 {
+				h(res.ZNodeEvents)
+			}
 			if errors.Is(res.Err, metadata.ErrUnknownOp) || errors.Is(res.Err, metadata.ErrUnsupportedVersion) {
 				// A newer binary wrote this entry; applying around it would
 				// diverge from the controllers that understand it.

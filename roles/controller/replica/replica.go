@@ -68,6 +68,9 @@ type Config struct {
 type Hooks struct {
 	// Applied receives the watch events of each applied entry.
 	Applied func(events []metadata.Event)
+	// ZNodesApplied receives the znode changes of each applied entry that
+	// made some (the ZooKeeper server's watches); it must not block.
+	ZNodesApplied func(events []metadata.ZNodeEvent)
 	// SnapshotInstalled runs after a snapshot from the leader replaced the
 	// state machine.
 	SnapshotInstalled func(st *metadata.State)
