@@ -1,0 +1,248 @@
+package zk
+
+import (
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/corral-dev/corral/roles/controller/zk/jute"
+	"github.com/corral-dev/corral/roles/controller/zk/watch"
+)
+
+// writeTimeout bounds one frame write: a client that stops reading is
+// dropped rather than holding its queue forever.
+const writeTimeout = 10 * time.Second
+
+// conn is one client connection. The reader goroutine (serve) owns the
+// handshake, the session fields and the request loop; the writer
+// goroutine drains out. Anyone may queue a frame with send.
+type conn struct {
+	srv    *Server
+	nc     net.Conn
+	id     watch.ConnID
+	remote string
+
+	out       chan []byte // nil frame: close after writing what came before
+	queued    atomic.Int64
+	done      chan struct{}
+	closeOnce sync.Once
+	writerOn  atomic.Bool
+
+	// Set once by the handshake, read by others after.
+	sid     atomic.Int64
+	timeout time.Duration
+
+	// auth are the identities the session proved (ip at connect, digest
+	// by setAuth); read by Applied's delivery check, so behind an atomic.
+	auth atomic.Pointer[[]jute.ID]
+
+	lastZxid int64 // reader only: the highest zxid sent in a reply header
+}
+
+func newConn(s *Server, nc net.Conn, id watch.ConnID) *conn {
+	c := &conn{srv: s, nc: nc, id: id, remote: nc.RemoteAddr().String(),
+		out: make(chan []byte, s.cfg.MaxQueuedFrames), done: make(chan struct{})}
+	ids := []jute.ID{{Scheme: "ip", ID: remoteHost(nc)}}
+	c.auth.Store(&ids)
+	return c
+}
+
+func (c *conn) sessionID() int64 { return c.sid.Load() }
+
+func (c *conn) authIDs() []jute.ID { return *c.auth.Load() }
+
+// serve runs the connection until it ends, then cleans up.
+func (c *conn) serve() {
+	defer c.close("")
+	defer func() {
+		// Input never panics the decoder, but a server bug must cost one
+		// connection, not the controller.
+		if r := recover(); r != nil {
+			c.srv.log.Error("zk: connection handler panicked", "remote", c.remote, "panic", r)
+		}
+	}()
+	fr := jute.NewFrameReader(c.nc, c.srv.cfg.MaxRequestBytes)
+	ok, err := c.handshake(fr)
+	if err != nil {
+		c.logEnd(err)
+		return
+	}
+	if !ok {
+		return
+	}
+	c.writerOn.Store(true)
+	c.srv.wg.Add(1)
+	go func() {
+		defer c.srv.wg.Done()
+		c.writeLoop()
+	}()
+	err = c.readLoop(fr)
+	c.logEnd(err)
+}
+
+func (c *conn) logEnd(err error) {
+	switch {
+	case err == nil, errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
+		c.srv.log.Debug("zk: connection closed", "remote", c.remote, "session", hexID(c.sessionID()))
+	case errors.Is(err, errFinished):
+	default:
+		c.srv.log.Warn("zk: connection closed", "remote", c.remote, "session", hexID(c.sessionID()), "err", err)
+	}
+}
+
+// errFinished ends a connection the server chose to close after a last
+// reply (closeSession, AuthFailed); it is not worth a log line.
+var errFinished = errors.New("connection finished")
+
+// readLoop reads and runs requests until an error, one at a time.
+func (c *conn) readLoop(fr *jute.FrameReader) error {
+	for {
+		// A connection silent for its session timeout is dead: clients
+		// ping at a third of it.
+		c.nc.SetReadDeadline(time.Now().Add(c.timeout))
+		frame, err := fr.ReadFrame()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				return errors.New("no request or ping within the session timeout")
+			}
+			return err
+		}
+		c.srv.met.received.Add(1)
+		c.srv.keep.touch(c.sessionID())
+		req, err := jute.DecodeRequest(frame)
+		var unknown *jute.UnknownOpError
+		if errors.As(err, &unknown) {
+			// ZooKeeper answers an unknown type with Unimplemented and
+			// keeps the connection.
+			c.srv.log.Warn("zk: unknown request type", "remote", c.remote, "op", int32(unknown.Op), "xid", req.Header.Xid)
+			c.srv.met.requests.WithLabelValues("unknown").Inc()
+			c.reply(req.Header.Xid, jute.CodeUnimplemented, nil)
+			continue
+		}
+		if err != nil {
+			c.srv.met.refused.WithLabelValues("malformed").Inc()
+			return err
+		}
+		if err := c.handle(req); err != nil {
+			return err
+		}
+	}
+}
+
+// writeLoop writes queued frames until the connection closes.
+func (c *conn) writeLoop() {
+	for {
+		select {
+		case <-c.done:
+			return
+		case b := <-c.out:
+			if b == nil {
+				c.close("")
+				return
+			}
+			c.queued.Add(-int64(len(b)))
+			c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
+			if _, err := c.nc.Write(b); err != nil {
+				c.close("write: " + err.Error())
+				return
+			}
+			c.srv.met.sent.Add(1)
+		}
+	}
+}
+
+// send queues one frame without blocking; a full queue closes the
+// connection (its client reconnects and re-arms its watches).
+func (c *conn) send(b []byte) bool {
+	if c.queued.Add(int64(len(b))) > c.srv.cfg.MaxQueuedBytes {
+		c.queued.Add(-int64(len(b)))
+		go c.close("outbound queue over its byte limit")
+		return false
+	}
+	select {
+	case <-c.done:
+		return false
+	case c.out <- b:
+		return true
+	default:
+		c.queued.Add(-int64(len(b)))
+		// Closing from here could run inside Applied: do it aside.
+		go c.close("outbound queue full")
+		return false
+	}
+}
+
+// reply queues a reply header (zxid: this controller's applied index,
+// never lower than a previous reply's) and body.
+func (c *conn) reply(xid int32, code jute.Code, body jute.Record) {
+	z := int64(c.srv.b.AppliedIndex())
+	if z < c.lastZxid {
+		z = c.lastZxid
+	}
+	c.lastZxid = z
+	h := jute.ReplyHeader{Xid: xid, Zxid: z, Err: code}
+	if code != jute.CodeOK {
+		body = nil
+		c.srv.met.errors.WithLabelValues(code.String()).Inc()
+	}
+	c.send(jute.AppendFrame(nil, &h, body))
+}
+
+// sendEvent queues a watch notification; called from Applied.
+func (c *conn) sendEvent(typ jute.EventType, path string) {
+	if !c.mayRead(path) {
+		return
+	}
+	h := jute.ReplyHeader{Xid: jute.XidNotification, Zxid: -1}
+	ev := jute.WatcherEvent{Type: typ, State: jute.StateSyncConnected, Path: path}
+	if c.send(jute.AppendFrame(nil, &h, &ev)) {
+		c.srv.met.watchEvents.Inc()
+	}
+}
+
+// mayRead tells whether the session may learn of a change at path: a
+// persistent recursive watch must not leak the names of descendants it
+// cannot read (ZooKeeper's fix for CVE-2024-23944). A node that is gone
+// is told of.
+func (c *conn) mayRead(path string) bool {
+	n, ok := c.srv.lookup(path)
+	if !ok {
+		return true
+	}
+	return checkACL(n.ACL, jute.PermRead, c.authIDs())
+}
+
+// finish closes the connection once the frames queued so far are
+// written (a last reply), or after a second.
+func (c *conn) finish() error {
+	if !c.writerOn.Load() {
+		c.close("")
+		return errFinished
+	}
+	select {
+	case c.out <- nil:
+	default:
+		c.close("")
+	}
+	select {
+	case <-c.done:
+	case <-time.After(time.Second):
+	}
+	return errFinished
+}
+
+// close ends the connection at once (idempotent, never blocks).
+func (c *conn) close(why string) {
+	c.closeOnce.Do(func() {
+		close(c.done)
+		c.nc.Close()
+		if why != "" {
+			c.srv.log.Info("zk: closing connection", "remote", c.remote, "session", hexID(c.sessionID()), "reason", why)
+		}
+		c.srv.unregister(c)
+	})
+}

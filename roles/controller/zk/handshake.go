@@ -1,0 +1,158 @@
+package zk
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/corral-dev/corral/metadata"
+	"github.com/corral-dev/corral/roles/controller/zk/jute"
+)
+
+// handshakeTimeout bounds the wait for a connection's first frame.
+const handshakeTimeout = 10 * time.Second
+
+// catchUpWait bounds how long a reconnect waits for this controller to
+// apply what the client already saw elsewhere.
+const catchUpWait = 2 * time.Second
+
+// handshake reads the first frame: a four-letter word (answered, then
+// the connection ends) or a ConnectRequest, which opens or resumes a
+// session. ok reports a session is bound and requests may follow. The
+// replies here are written directly: the writer starts after.
+func (c *conn) handshake(fr *jute.FrameReader) (ok bool, err error) {
+	c.nc.SetReadDeadline(time.Now().Add(handshakeTimeout))
+	prefix, err := fr.ReadPrefix()
+	if err != nil {
+		return false, err
+	}
+	if word, isWord := jute.FourLetterWord(prefix); isWord {
+		c.srv.met.requests.WithLabelValues("4lw_" + word).Inc()
+		c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
+		_, err := c.nc.Write([]byte(c.srv.fourLetter(word)))
+		return false, err
+	}
+	body, err := fr.ReadBody(prefix)
+	if err != nil {
+		c.srv.met.refused.WithLabelValues("malformed").Inc()
+		return false, fmt.Errorf("connect request: %w", err)
+	}
+	var req jute.ConnectRequest
+	if err := jute.Decode(body, &req); err != nil {
+		c.srv.met.refused.WithLabelValues("malformed").Inc()
+		return false, fmt.Errorf("connect request: %w", err)
+	}
+	c.srv.met.received.Add(1)
+	// As ZooKeeper: a client must not go back in time. If it saw a zxid
+	// this controller has not applied yet, wait a little, else refuse;
+	// the client tries another server.
+	if req.LastZxidSeen > int64(c.srv.b.AppliedIndex()) {
+		ctx, cancel := context.WithTimeout(context.Background(), catchUpWait)
+		err := c.srv.b.WaitApplied(ctx, uint64(req.LastZxidSeen))
+		cancel()
+		if err != nil {
+			c.srv.met.refused.WithLabelValues("behind_client").Inc()
+			return false, fmt.Errorf("refusing session request: client saw zxid %#x, this controller applied %#x", req.LastZxidSeen, c.srv.b.AppliedIndex())
+		}
+	}
+	resp := jute.ConnectResponse{ProtocolVersion: jute.ProtocolVersion, HasReadOnly: req.HasReadOnly}
+	if req.SessionID == 0 {
+		err = c.newSession(&req, &resp)
+	} else {
+		err = c.resumeSession(&req, &resp)
+	}
+	if err != nil {
+		return false, err
+	}
+	c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
+	if _, err := c.nc.Write(jute.AppendFrame(nil, &resp)); err != nil {
+		return false, fmt.Errorf("connect response: %w", err)
+	}
+	c.srv.met.sent.Add(1)
+	if resp.SessionID == 0 {
+		return false, nil // told the client its session expired
+	}
+	c.sid.Store(resp.SessionID)
+	c.timeout = time.Duration(resp.TimeOut) * time.Millisecond
+	c.srv.bindSession(c, resp.SessionID)
+	c.srv.keep.touch(resp.SessionID)
+	return true, nil
+}
+
+// negotiate clamps a requested timeout (ms) into the configured bounds.
+func (s *Server) negotiate(ms int32) time.Duration {
+	d := time.Duration(ms) * time.Millisecond
+	return min(max(d, s.cfg.MinSessionTimeout), s.cfg.MaxSessionTimeout)
+}
+
+func (c *conn) newSession(req *jute.ConnectRequest, resp *jute.ConnectResponse) error {
+	timeout := c.srv.negotiate(req.TimeOut)
+	pw := make([]byte, jute.PasswordLen)
+	if _, err := rand.Read(pw); err != nil {
+		return fmt.Errorf("session password: %w", err)
+	}
+	ctx, cancel := c.srv.proposeCtx()
+	defer cancel()
+	res, err := c.srv.b.ProposePayload(ctx, metadata.OpLeaseGrant, metadata.LeaseGrantPayload{
+		TTLMS: timeout.Milliseconds(), SecretHash: passwordHash(pw)})
+	if err == nil {
+		err = res.Err
+	}
+	if err != nil {
+		c.srv.met.refused.WithLabelValues("session_grant").Inc()
+		return fmt.Errorf("grant session: %w", err)
+	}
+	g, ok := res.Out.(metadata.LeaseGrant)
+	if !ok {
+		return fmt.Errorf("grant session: unexpected result %T", res.Out)
+	}
+	resp.TimeOut = int32(timeout.Milliseconds())
+	resp.SessionID = g.ID
+	resp.Passwd = pw
+	c.srv.log.Info("zk: session opened", "remote", c.remote, "session", hexID(g.ID), "timeout", timeout)
+	return nil
+}
+
+// resumeSession resumes a session opened here or on another controller.
+// A missing session or a wrong password gets ZooKeeper's answer for an
+// expired session: timeout 0, session id 0.
+func (c *conn) resumeSession(req *jute.ConnectRequest, resp *jute.ConnectResponse) error {
+	st := c.srv.b.State()
+	l, ok := st.Lease(req.SessionID)
+	if !ok {
+		// This controller may lag the one that granted it.
+		ctx, cancel := context.WithTimeout(context.Background(), catchUpWait)
+		err := c.srv.b.LinearizableRead(ctx)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("resume session %s: %w", hexID(req.SessionID), err)
+		}
+		l, ok = c.srv.b.State().Lease(req.SessionID)
+	}
+	want, _ := hex.DecodeString(l.SecretHash)
+	got := sha256.Sum256(req.Passwd)
+	if !ok || len(want) != len(got) || subtle.ConstantTimeCompare(want, got[:]) != 1 {
+		resp.Passwd = make([]byte, jute.PasswordLen)
+		c.srv.log.Info("zk: session expired or unknown", "remote", c.remote, "session", hexID(req.SessionID), "known", ok)
+		return nil
+	}
+	resp.TimeOut = int32(l.TTLMS)
+	resp.SessionID = l.ID
+	resp.Passwd = req.Passwd
+	c.srv.log.Info("zk: session resumed", "remote", c.remote, "session", hexID(l.ID))
+	return nil
+}
+
+func passwordHash(pw []byte) string {
+	h := sha256.Sum256(pw)
+	return hex.EncodeToString(h[:])
+}
+
+func hexID(id int64) string { return fmt.Sprintf("%#x", uint64(id)) }
+
+var errUnknownOutcome = errors.New("write outcome unknown")

@@ -1,0 +1,86 @@
+package zk
+
+import (
+	"errors"
+	"time"
+
+	"github.com/corral-dev/corral/metadata"
+)
+
+// reapBudget bounds the nodes one reaper pass visits: the tree is walked
+// from the root (the state keeps no index of containers and TTL nodes),
+// so a huge tree is covered over several passes.
+const reapBudget = 200_000
+
+// reapLoop is ZooKeeper's ContainerManager: on the leader only, it
+// deletes containers that had children and have none left, and TTL nodes
+// without children not modified for their TTL. Each delete names the
+// version it saw, so a node changed meanwhile survives.
+func (s *Server) reapLoop() {
+	defer s.wg.Done()
+	t := time.NewTicker(s.cfg.ContainerCheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.quit:
+			return
+		case <-t.C:
+		}
+		if s.b.IsLeader() {
+			s.reapOnce()
+		}
+	}
+}
+
+// reapOnce runs one pass and returns the paths it deleted.
+func (s *Server) reapOnce() []string {
+	st := s.b.State()
+	now := s.b.Now().UnixMilli()
+	var victims []metadata.ZNodeInfo
+	stack, seen := []string{"/"}, 0
+	for len(stack) > 0 && seen < reapBudget {
+		p := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		seen++
+		kids, _ := st.Children(p)
+		for _, k := range kids {
+			if p == "/" {
+				stack = append(stack, "/"+k)
+			} else {
+				stack = append(stack, p+"/"+k)
+			}
+		}
+		if len(kids) > 0 || p == "/" {
+			continue
+		}
+		n, ok := st.ZNode(p)
+		if !ok {
+			continue
+		}
+		switch {
+		case n.Container && n.Stat.Cversion > 0:
+			victims = append(victims, n)
+		case n.TTLMS > 0 && n.Stat.Mtime+n.TTLMS < now:
+			victims = append(victims, n)
+		}
+	}
+	var deleted []string
+	for _, n := range victims {
+		ctx, cancel := s.proposeCtx()
+		res, err := s.b.ProposePayload(ctx, metadata.OpZNodeDelete, metadata.ZNodeDelete{Path: n.Path, Version: n.Stat.Version})
+		cancel()
+		switch {
+		case err != nil:
+			s.log.Warn("zk: reaper delete failed", "path", n.Path, "err", err)
+			return deleted
+		case res.Err == nil:
+			deleted = append(deleted, n.Path)
+			s.log.Info("zk: reaped", "path", n.Path, "container", n.Container, "ttl_ms", n.TTLMS)
+		case errors.Is(res.Err, metadata.ErrZNodeNoNode), errors.Is(res.Err, metadata.ErrZNodeNotEmpty), errors.Is(res.Err, metadata.ErrZNodeBadVersion):
+			// Someone got there first or used it again: fine.
+		default:
+			s.log.Warn("zk: reaper delete refused", "path", n.Path, "err", res.Err)
+		}
+	}
+	return deleted
+}

@@ -1,0 +1,484 @@
+// Package zk is corral's ZooKeeper port (issue 20): a server that speaks
+// the ZooKeeper client protocol (jute) over TCP and keeps its znodes in
+// the replicated state through a Backend.
+//
+// One connection is served by one reader goroutine, which runs the
+// connection's requests one after the other (ZooKeeper's FIFO order per
+// session, so a read after a write on a session sees the write), and one
+// writer goroutine draining a bounded queue of frames. Watch events are
+// queued into the same queue from Applied, called by the controller's
+// raft loop, which must never block: a connection whose queue is full is
+// closed, and its client reconnects and re-arms its watches.
+//
+// Reads are served from this controller's applied state and may lag the
+// leader, as ZooKeeper's follower reads do; sync makes them current.
+// Writes are proposed and answered only once committed and applied here.
+package zk
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/corral-dev/corral/metadata"
+	"github.com/corral-dev/corral/roles/controller/zk/jute"
+	"github.com/corral-dev/corral/roles/controller/zk/watch"
+)
+
+// Config configures a Server. The zero value of every field but the
+// listen address has a usable default (see New).
+type Config struct {
+	// Addr is the listen address of ListenAndServe ("127.0.0.1:2181").
+	Addr string
+	// MinSessionTimeout and MaxSessionTimeout bound the negotiated
+	// session timeout (defaults 4s and 40s, ZooKeeper's for a 2s tick).
+	MinSessionTimeout, MaxSessionTimeout time.Duration
+	// MaxConns bounds the open client connections (default 60000);
+	// further ones are closed at once.
+	MaxConns int
+	// MaxWatchesPerConn bounds the watches of one connection (default
+	// 100000).
+	MaxWatchesPerConn int
+	// MaxRequestBytes bounds a request frame (default
+	// jute.DefaultMaxFrame plus 1 KiB for the request's header and path,
+	// so a znode of the largest data size fits).
+	MaxRequestBytes int
+	// MaxQueuedFrames and MaxQueuedBytes bound a connection's outbound
+	// queue (defaults 1000 frames, 16 MiB); beyond, it is closed.
+	MaxQueuedFrames int
+	MaxQueuedBytes  int64
+	// FourLetterWords is the allow-list of four-letter words
+	// (ZooKeeper's 4lw.commands.whitelist). nil means the default:
+	// ruok, srvr, isro and mntr (counts only; stat and cons list client
+	// addresses, conf the configuration, so they are opt-in). "*" allows
+	// every word this server implements.
+	FourLetterWords []string
+	// DisableExtendedTypes refuses TTL nodes (createTTL) with
+	// Unimplemented, as ZooKeeper does unless
+	// zookeeper.extendedTypesEnabled is set. TTL nodes are on by default:
+	// Curator and kazoo users ask for them.
+	DisableExtendedTypes bool
+	// ContainerCheckInterval is how often the leader deletes empty
+	// containers and expired TTL nodes (default 10s; ZooKeeper's is 60s).
+	ContainerCheckInterval time.Duration
+	// ProposeTimeout bounds one write (default 10s); a write whose outcome
+	// is unknown closes the connection, so the client sees ConnectionLoss.
+	ProposeTimeout time.Duration
+	// ServerID and Version are shown by srvr, stat, mntr and conf.
+	ServerID, Version string
+	// TLS, when set, makes Serve speak TLS (ZooKeeper's secureClientPort).
+	TLS *tls.Config
+	// Logger receives one line per event (default slog.Default()).
+	Logger *slog.Logger
+	// Registerer receives the metrics; nil registers none.
+	Registerer prometheus.Registerer
+}
+
+func (c *Config) setDefaults() error {
+	if c.MinSessionTimeout <= 0 {
+		c.MinSessionTimeout = 4 * time.Second
+	}
+	if c.MaxSessionTimeout <= 0 {
+		c.MaxSessionTimeout = 40 * time.Second
+	}
+	if c.MaxSessionTimeout < c.MinSessionTimeout {
+		return fmt.Errorf("zk: MaxSessionTimeout %v is below MinSessionTimeout %v", c.MaxSessionTimeout, c.MinSessionTimeout)
+	}
+	if c.MaxConns <= 0 {
+		c.MaxConns = 60000
+	}
+	if c.MaxWatchesPerConn <= 0 {
+		c.MaxWatchesPerConn = 100000
+	}
+	if c.MaxRequestBytes <= 0 {
+		c.MaxRequestBytes = jute.DefaultMaxFrame + 1024
+	}
+	if c.MaxQueuedFrames <= 0 {
+		c.MaxQueuedFrames = 1000
+	}
+	if c.MaxQueuedBytes <= 0 {
+		c.MaxQueuedBytes = 16 << 20
+	}
+	if c.FourLetterWords == nil {
+		c.FourLetterWords = []string{"ruok", "srvr", "isro", "mntr"}
+	}
+	if c.ContainerCheckInterval <= 0 {
+		c.ContainerCheckInterval = 10 * time.Second
+	}
+	if c.ProposeTimeout <= 0 {
+		c.ProposeTimeout = 10 * time.Second
+	}
+	if c.Version == "" {
+		c.Version = "corral"
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return nil
+}
+
+// Server is a ZooKeeper-protocol server over a Backend.
+type Server struct {
+	cfg     Config
+	b       Backend
+	log     *slog.Logger
+	met     *metrics
+	words   map[string]bool
+	watches *watch.Registry
+	started time.Time
+
+	mu        sync.RWMutex
+	conns     map[watch.ConnID]*conn
+	sessions  map[int64]map[*conn]struct{} // sessions with a connection here
+	listeners map[net.Listener]struct{}
+	closed    bool
+	nextConn  atomic.Uint64
+
+	// fired is the highest zxid whose watch events Applied has queued;
+	// a read whose answer shows a newer change waits for it, so a client
+	// sees a watch event before the data that fired it (ZooKeeper's
+	// ordering guarantee). See waitFired.
+	firedMu   sync.Mutex
+	firedCond *sync.Cond
+	fired     int64
+
+	keep keepAlive
+
+	quit chan struct{}
+	wg   sync.WaitGroup
+}
+
+// New returns a server over b; it serves nothing until Serve or
+// ListenAndServe, but starts its keep-alive batcher and reaper now.
+func New(cfg Config, b Backend) (*Server, error) {
+	if b == nil {
+		return nil, errors.New("zk: nil Backend")
+	}
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	words, err := allowedWords(cfg.FourLetterWords)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{
+		cfg: cfg, b: b, log: cfg.Logger.With("component", "zk"), words: words,
+		watches:   watch.NewRegistry(cfg.MaxWatchesPerConn),
+		started:   time.Now(),
+		conns:     map[watch.ConnID]*conn{},
+		sessions:  map[int64]map[*conn]struct{}{},
+		listeners: map[net.Listener]struct{}{},
+		fired:     int64(b.AppliedIndex()),
+		quit:      make(chan struct{}),
+	}
+	s.firedCond = sync.NewCond(&s.firedMu)
+	s.keep.active = map[int64]struct{}{}
+	if s.met, err = newMetrics(cfg.Registerer); err != nil {
+		return nil, err
+	}
+	s.wg.Add(2)
+	go s.keepAliveLoop()
+	go s.reapLoop()
+	return s, nil
+}
+
+// ListenAndServe listens on Config.Addr and serves until Close.
+func (s *Server) ListenAndServe() error {
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("zk: listen on %s: %w", s.cfg.Addr, err)
+	}
+	return s.Serve(ln)
+}
+
+// Serve accepts connections on ln (wrapped in TLS when Config.TLS is
+// set) until Close or an accept error; it always closes ln.
+func (s *Server) Serve(ln net.Listener) error {
+	if s.cfg.TLS != nil {
+		ln = tls.NewListener(ln, s.cfg.TLS)
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		ln.Close()
+		return net.ErrClosed
+	}
+	s.listeners[ln] = struct{}{}
+	s.mu.Unlock()
+	s.log.Info("zk: serving", "addr", ln.Addr().String())
+	var delay time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			select {
+			case <-s.quit:
+				return nil
+			default:
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				// Out of descriptors and the like: back off, do not spin.
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				time.Sleep(delay)
+				continue
+			}
+			ln.Close()
+			return fmt.Errorf("zk: accept: %w", err)
+		}
+		delay = 0
+		s.accept(nc)
+	}
+}
+
+// accept admits nc unless the server is full or closing.
+func (s *Server) accept(nc net.Conn) {
+	s.mu.Lock()
+	if s.closed || len(s.conns) >= s.cfg.MaxConns {
+		full := !s.closed
+		s.mu.Unlock()
+		nc.Close()
+		if full {
+			s.met.refused.WithLabelValues("max_conns").Inc()
+			s.log.Warn("zk: connection refused", "remote", nc.RemoteAddr().String(), "reason", "max_conns", "max", s.cfg.MaxConns)
+		}
+		return
+	}
+	c := newConn(s, nc, watch.ConnID(s.nextConn.Add(1)))
+	s.conns[c.id] = c
+	s.wg.Add(1)
+	s.mu.Unlock()
+	s.met.connections.Inc()
+	go func() {
+		defer s.wg.Done()
+		c.serve()
+	}()
+}
+
+// Addr returns the address of one listener, or nil before Serve.
+func (s *Server) Addr() net.Addr {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for ln := range s.listeners {
+		return ln.Addr()
+	}
+	return nil
+}
+
+// Close stops the listeners, closes every connection (without ending
+// their sessions: clients reconnect elsewhere) and waits for the
+// server's goroutines.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.quit)
+	for ln := range s.listeners {
+		ln.Close()
+	}
+	conns := make([]*conn, 0, len(s.conns))
+	for _, c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.close("server closing")
+	}
+	s.firedMu.Lock()
+	s.firedCond.Broadcast()
+	s.firedMu.Unlock()
+	s.wg.Wait()
+	s.met.unregister()
+	return nil
+}
+
+// Applied fires the watches of the znode changes of one applied entry.
+// The controller calls it from its raft loop for every applied entry,
+// after the state holds the entry; it never blocks.
+func (s *Server) Applied(evs []metadata.ZNodeEvent) {
+	if len(evs) == 0 {
+		return
+	}
+	var top int64
+	for _, ev := range evs {
+		top = max(top, ev.Zxid)
+		ds := s.watches.Trigger(ev)
+		if len(ds) == 0 {
+			continue
+		}
+		s.mu.RLock()
+		for _, d := range ds {
+			if c := s.conns[d.Conn]; c != nil {
+				c.sendEvent(jute.EventType(d.Type), d.Path)
+			}
+		}
+		s.mu.RUnlock()
+	}
+	s.markFired(top)
+	s.met.watches.Set(float64(s.watches.Count()))
+}
+
+// Reset is called after the state was replaced by a snapshot: the
+// changes it skipped fired no watch, so every connection is closed. Its
+// client reconnects (here or elsewhere) and re-arms its watches with
+// setWatches, which fires those whose node changed since it last looked,
+// as ZooKeeper does after a reconnect.
+func (s *Server) Reset() {
+	s.mu.RLock()
+	conns := make([]*conn, 0, len(s.conns))
+	for _, c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.RUnlock()
+	// Closing joins nothing, so it is safe from the raft loop.
+	for _, c := range conns {
+		go c.close("state replaced by a snapshot")
+	}
+	s.markFired(int64(s.b.AppliedIndex()))
+	s.log.Info("zk: state reset, connections closed", "connections", len(conns))
+}
+
+func (s *Server) markFired(zxid int64) {
+	s.firedMu.Lock()
+	if zxid > s.fired {
+		s.fired = zxid
+		s.firedCond.Broadcast()
+	}
+	s.firedMu.Unlock()
+}
+
+// waitFired waits (at most a second) until Applied has queued the watch
+// events of zxid. The state holds an entry a moment before Applied runs
+// for it; a read in that moment must not overtake the entry's events.
+func (s *Server) waitFired(zxid int64) {
+	s.firedMu.Lock()
+	defer s.firedMu.Unlock()
+	if s.fired >= zxid {
+		return
+	}
+	deadline := time.Now().Add(time.Second)
+	t := time.AfterFunc(time.Second, func() {
+		s.firedMu.Lock()
+		s.firedCond.Broadcast()
+		s.firedMu.Unlock()
+	})
+	defer t.Stop()
+	for s.fired < zxid && time.Now().Before(deadline) {
+		select {
+		case <-s.quit:
+			return
+		default:
+		}
+		s.firedCond.Wait()
+	}
+}
+
+// unregister forgets a closed connection.
+func (s *Server) unregister(c *conn) {
+	s.mu.Lock()
+	if s.conns[c.id] != c {
+		s.mu.Unlock()
+		return
+	}
+	delete(s.conns, c.id)
+	if sid := c.sessionID(); sid != 0 {
+		if set := s.sessions[sid]; set != nil {
+			delete(set, c)
+			if len(set) == 0 {
+				delete(s.sessions, sid)
+				s.met.sessions.Dec()
+			}
+		}
+	}
+	s.mu.Unlock()
+	s.watches.DropConn(c.id)
+	s.met.connections.Dec()
+	s.met.watches.Set(float64(s.watches.Count()))
+}
+
+// bindSession records that c serves session sid and closes the older
+// connections of that session here: the client moved to c.
+func (s *Server) bindSession(c *conn, sid int64) {
+	s.mu.Lock()
+	set := s.sessions[sid]
+	if set == nil {
+		set = map[*conn]struct{}{}
+		s.sessions[sid] = set
+		s.met.sessions.Inc()
+	}
+	old := make([]*conn, 0, len(set))
+	for o := range set {
+		old = append(old, o)
+	}
+	set[c] = struct{}{}
+	s.mu.Unlock()
+	for _, o := range old {
+		o.close("session moved to a newer connection")
+	}
+}
+
+// connsOf returns the connections serving session sid here.
+func (s *Server) connsOf(sid int64) []*conn {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]*conn, 0, len(s.sessions[sid]))
+	for c := range s.sessions[sid] {
+		out = append(out, c)
+	}
+	return out
+}
+
+// Stats is a snapshot of the server's activity, for the dashboard and
+// the four-letter words.
+type Stats struct {
+	Connections int
+	Sessions    int
+	Watches     int
+	WatchPaths  int
+	// Ops counts the requests served by op name since start.
+	Ops      map[string]uint64
+	Received uint64
+	Sent     uint64
+}
+
+// Stats returns the server's current counts.
+func (s *Server) Stats() Stats {
+	s.mu.RLock()
+	st := Stats{Connections: len(s.conns), Sessions: len(s.sessions)}
+	s.mu.RUnlock()
+	st.Watches, st.WatchPaths = s.watches.Count(), s.watches.Paths()
+	st.Ops = s.met.opCounts()
+	st.Received, st.Sent = s.met.received.Load(), s.met.sent.Load()
+	return st
+}
+
+// proposeCtx bounds one write.
+func (s *Server) proposeCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), s.cfg.ProposeTimeout)
+}
+
+func remoteHost(nc net.Conn) string {
+	a := nc.RemoteAddr()
+	if a == nil {
+		return ""
+	}
+	if t, ok := a.(*net.TCPAddr); ok {
+		return t.IP.String()
+	}
+	h, _, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return strings.TrimSpace(a.String())
+	}
+	return h
+}
