@@ -31,7 +31,7 @@ func devCommand() *cli.Command {
 				Usage: "HOST:PORT for controller-to-controller traffic (QUIC)"},
 			&cli.IntFlag{Name: "workers", Value: 1, EnvVars: envVars("workers"),
 				Usage: "how many workers to run (0: only the controller, which runs no jobs)"},
-		}, logFlags()...),
+		}, append(zkFlags("127.0.0.1:2181"), logFlags()...)...),
 		Action: devAction,
 	}
 }
@@ -76,6 +76,7 @@ func devAction(c *cli.Context) error {
 		HTTPAddr:    c.String("http-addr"),
 		Peers:       map[uint64]string{1: clusterAddr},
 		TLSDir:      tlsDir,
+		ZK:          zkConfig(c),
 		Logger:      logger,
 	})
 	if err != nil {
@@ -86,7 +87,7 @@ func devAction(c *cli.Context) error {
 		_ = ctrl.Close()
 		return err
 	}
-	printDevHints(c.App.Writer, ctrl.HTTPAddr(), dataDir, temporary, len(workers))
+	printDevHints(c.App.Writer, ctrl.HTTPAddr(), ctrl.ZKAddr(), dataDir, temporary, len(workers))
 
 	ctx, stop := signalContext(c.Context)
 	defer stop()
@@ -159,7 +160,7 @@ func startDevWorkers(n int, dataDir, caDir string, controllers []string, logger 
 }
 
 // printDevHints tells a first-time user what to try against the dev cluster.
-func printDevHints(w io.Writer, httpAddr, dataDir string, temporary bool, workers int) {
+func printDevHints(w io.Writer, httpAddr, zkAddr, dataDir string, temporary bool, workers int) {
 	base := "http://" + httpAddr
 	eps := ""
 	if base != defaultEndpoint {
@@ -173,8 +174,13 @@ func printDevHints(w io.Writer, httpAddr, dataDir string, temporary bool, worker
 	if workers > 0 {
 		jobs = fmt.Sprintf("  corral job run%s hello.json    # e.g. the job in README.md\n  corral worker list%s\n", eps, eps)
 	}
+	zk := "off (--zk-addr)"
+	if zkAddr != "" {
+		zk = zkAddr + " (ZooKeeper clients: connect string " + zkAddr + ")"
+	}
 	fmt.Fprintf(w, `corral dev: a one-node cluster with %[5]d worker(s) is running.
   API:        %[1]s
+  ZooKeeper:  %[7]s
   data dir:   %[2]s (%[3]s)
 
 Try it:
@@ -192,7 +198,7 @@ Watch it:
   metrics:    %[1]s/metrics
 
 Press Ctrl-C to stop.
-`, base, dataDir, keep, eps, workers, jobs)
+`, base, dataDir, keep, eps, workers, jobs, zk)
 }
 
 func fileExists(p string) bool {

@@ -90,7 +90,7 @@ func runCommand() *cli.Command {
 				Usage: "most live leases one API token may hold (with ACLs on); more grants get 429 too_many_leases"},
 			&cli.IntFlag{Name: "max-watches-per-token", Value: 1000, EnvVars: envVars("max-watches-per-token"),
 				Usage: "most watches one API token may hold open on this controller (with ACLs on); more get 429 too_many_watches"},
-		}, append(workerRunFlags(), logFlags()...)...),
+		}, append(zkFlags(""), append(workerRunFlags(), logFlags()...)...)...),
 		Action: runAction,
 	}
 }
@@ -200,6 +200,7 @@ func controllerConfig(c *cli.Context) (roles.ControllerConfig, error) {
 	if cfg.SessionTimeout <= 0 {
 		return cfg, errors.New("--session-timeout must be positive, e.g. 5s")
 	}
+	cfg.ZK = zkConfig(c)
 	cfg.Logger, err = newLogger(c, c.App.ErrWriter)
 	return cfg, err
 }

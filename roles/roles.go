@@ -20,6 +20,9 @@ import (
 // ControllerConfig configures a controller (see controller.Config).
 type ControllerConfig = controller.Config
 
+// ZKConfig is the ZooKeeper port's part of a ControllerConfig.
+type ZKConfig = controller.ZKConfig
+
 // Controller is a running controller (see controller.Controller).
 type Controller = controller.Controller
 

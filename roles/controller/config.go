@@ -117,6 +117,8 @@ type Config struct {
 	// api.DefaultMaxWatchesPerToken).
 	MaxLeasesPerToken  int
 	MaxWatchesPerToken int
+	// ZK configures the ZooKeeper port (zkport.go); off unless ZK.Addr.
+	ZK ZKConfig
 	// PromoteAfter overrides how long a learner must stay caught up before
 	// it is promoted (default PromoteAfter); tests shorten it.
 	PromoteAfter time.Duration
@@ -236,7 +238,7 @@ func (c *Config) Validate() error {
 	if c.Peers[c.NodeID] == "" {
 		c.Peers[c.NodeID] = c.ClusterAddr
 	}
-	return nil
+	return c.ZK.validate()
 }
 
 // ParsePeers parses "1@host:port,2@host:port" into id -> address.

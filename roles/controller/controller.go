@@ -23,6 +23,7 @@ import (
 	"github.com/corral-dev/corral/roles/controller/fault"
 	"github.com/corral-dev/corral/roles/controller/replica"
 	"github.com/corral-dev/corral/roles/controller/sessions"
+	"github.com/corral-dev/corral/roles/controller/zk"
 	"github.com/corral-dev/corral/transport"
 )
 
@@ -44,6 +45,8 @@ type Controller struct {
 
 	api     *api.Server       // HTTP API and dashboard (package api)
 	peerRT  http.RoundTripper // the cluster link's HTTP (peerlink.go), nil without one
+	zk      *zk.Server        // the ZooKeeper port (zkport.go), nil unless --zk-addr
+	zkAddr  string            // where zk listens, once it does
 	closeMu sync.Once
 }
 
@@ -71,8 +74,19 @@ func Start(cfg Config) (*Controller, error) {
 		HeartbeatTicks: cfg.HeartbeatTicks, RequestTimeout: cfg.RequestTimeout, SnapshotEvery: cfg.SnapshotEvery,
 		SnapshotCatchUp: cfg.SnapshotCatchUp, PromoteAfter: cfg.PromoteAfter, Logger: c.log, Registry: c.reg,
 		Hooks: replica.Hooks{
-			Applied:           func(evs []metadata.Event) { c.hub.Publish(evs) },
-			SnapshotInstalled: func(st *metadata.State) { c.hub.Reset(st.Revision()) },
+			Applied: func(evs []metadata.Event) { c.hub.Publish(evs) },
+			// c.zk is set (or left nil) before the raft loop starts.
+			ZNodesApplied: func(evs []metadata.ZNodeEvent) {
+				if c.zk != nil {
+					c.zk.Applied(evs)
+				}
+			},
+			SnapshotInstalled: func(st *metadata.State) {
+				c.hub.Reset(st.Revision())
+				if c.zk != nil {
+					c.zk.Reset() // its clients re-arm their watches against the new state
+				}
+			},
 			JobsChanged:       c.jobsChanged,
 			LeadershipChanged: c.leadershipChanged,
 			BeforeApply:       cfg.ApplyHook,
@@ -90,6 +104,10 @@ func Start(cfg Config) (*Controller, error) {
 		return nil, err
 	}
 	c.startScheduler()
+	if err := c.newZK(); err != nil { // zkport.go
+		r.Abort()
+		return nil, err
+	}
 	r.Start()
 	go c.expireLoop() // coord_loop.go
 	var httpTLS *tls.Config
@@ -136,6 +154,10 @@ func Start(cfg Config) (*Controller, error) {
 		go r.AnnounceHTTP(addr)
 	} else if cfg.PeerHTTPListener != nil {
 		_ = cfg.PeerHTTPListener.Close() // no API to serve peers
+	}
+	if err := c.startZK(); err != nil {
+		c.Close()
+		return nil, err
 	}
 	c.log.Info("controller started", "cluster_addr", cfg.ClusterAddr, "http_addr", c.HTTPAddr(),
 		"metrics_addr", c.MetricsAddr(),
@@ -231,6 +253,9 @@ func (c *Controller) Failed() <-chan error { return c.r.Failed() }
 func (c *Controller) Close() error {
 	c.closeMu.Do(func() {
 		c.hub.Close() // end watch streams first
+		if c.zk != nil {
+			_ = c.zk.Close() // and ZooKeeper clients, who move to another controller
+		}
 		if c.api != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			_ = c.api.Shutdown(ctx)
