@@ -18,6 +18,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/corral-dev/corral/client"
 )
 
@@ -25,6 +27,7 @@ import (
 type devProcess struct {
 	cmd      *exec.Cmd
 	httpAddr string
+	zkAddr   string
 	mu       sync.Mutex
 	lines    []string
 	done     chan struct{} // closed when stdout reached EOF
@@ -32,8 +35,8 @@ type devProcess struct {
 
 func startDevProcess(t *testing.T, args ...string) *devProcess {
 	t.Helper()
-	d := &devProcess{httpAddr: freeAddr(t), done: make(chan struct{})}
-	args = append([]string{"dev", "--http-addr", d.httpAddr, "--cluster-addr", freeAddr(t), "--log-level", "warn"}, args...)
+	d := &devProcess{httpAddr: freeAddr(t), zkAddr: freeAddr(t), done: make(chan struct{})}
+	args = append([]string{"dev", "--http-addr", d.httpAddr, "--cluster-addr", freeAddr(t), "--zk-addr", d.zkAddr, "--log-level", "warn"}, args...)
 	d.cmd = exec.Command(corralBin, args...)
 	d.cmd.Stderr = os.Stderr
 	out, err := d.cmd.StdoutPipe()
@@ -132,6 +135,14 @@ func TestDevRunsJobs(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(metrics), `corral_build_info{commit=`)
 
+	// The ZooKeeper port serves a real ZooKeeper client, and its znodes
+	// are kept with the data dir too.
+	require.Contains(t, d.stdout(), "ZooKeeper:  "+d.zkAddr)
+	zc := zkConnect(t, []string{d.zkAddr}, 6*time.Second)
+	_, err = zc.Create("/dev-kept", []byte("zk"), 0, zk.WorldACL(zk.PermAll))
+	require.NoError(t, err)
+	zc.Close()
+
 	code, out := d.interrupt(t)
 	require.Equal(t, 0, code, out)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
@@ -144,6 +155,11 @@ func TestDevRunsJobs(t *testing.T) {
 		kv, err := cl.Get(ctx, "kept")
 		return err == nil && string(kv.Value) == "yes"
 	}, 30*time.Second, 50*time.Millisecond, "the kept data dir lost its keys")
+	zc = zkConnect(t, []string{d.zkAddr}, 6*time.Second)
+	data, _, err := zc.Get("/dev-kept")
+	require.NoError(t, err)
+	require.Equal(t, "zk", string(data))
+	zc.Close()
 	code, out = d.interrupt(t)
 	require.Equal(t, 0, code, out)
 }
@@ -181,7 +197,7 @@ func TestDevDataDirInUse(t *testing.T) {
 		return err == nil
 	}, 30*time.Second, 50*time.Millisecond, "corral dev never took a write")
 
-	out, code := runCLI(t, "dev", "--workers", "0", "--data-dir", dataDir, "--http-addr", freeAddr(t), "--cluster-addr", freeAddr(t))
+	out, code := runCLI(t, "dev", "--workers", "0", "--data-dir", dataDir, "--http-addr", freeAddr(t), "--cluster-addr", freeAddr(t), "--zk-addr", freeAddr(t))
 	require.Equal(t, 1, code, out)
 	want := fmt.Sprintf("corral: start dev controller: data dir %s: in use by another process (pid %d); "+
 		"stop that process first, or give this node another --data-dir\n", dataDir, d.cmd.Process.Pid)
