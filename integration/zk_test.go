@@ -2,11 +2,16 @@ package integration
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"testing"
@@ -15,6 +20,8 @@ import (
 	"github.com/anishathalye/porcupine"
 	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
+
+	"github.com/corral-dev/corral/transport"
 )
 
 // The ZooKeeper port against real controller processes, driven by a
@@ -423,4 +430,56 @@ func TestZK_RegisterModelRejectsViolations(t *testing.T) {
 		op(1, zregInput{write: true, value: "b", version: 0}, zregOutput{ok: true, version: 1}, 20, 30),
 	}
 	require.False(t, porcupine.CheckOperations(zregModel.ToModel(), lost))
+}
+
+// With --zk-tls-cert the port speaks only TLS (ZooKeeper's
+// secureClientPort): a client that verifies the cluster's CA works, a
+// plain-TCP client gets no session.
+func TestZK_TLSPort(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real controller processes")
+	}
+	c := &zkCluster{cluster: newCluster(t, 3), zkAddr: map[uint64]string{}}
+	for id, n := range c.nodes {
+		c.zkAddr[id] = freeAddr(t)
+		n.extra = append(n.extra, "--zk-addr="+c.zkAddr[id],
+			"--zk-tls-cert="+filepath.Join(n.tlsDir, transport.NodeFile), "--zk-tls-key="+filepath.Join(n.tlsDir, transport.NodeKeyFile))
+	}
+	c.startAll()
+	c.waitLeader(30 * time.Second)
+	caPEM, err := os.ReadFile(filepath.Join(c.caDir(), transport.CAFile))
+	require.NoError(t, err)
+	pool := x509.NewCertPool()
+	require.True(t, pool.AppendCertsFromPEM(caPEM))
+	dialTLS := func(network, addr string, timeout time.Duration) (net.Conn, error) {
+		host, _, _ := net.SplitHostPort(addr)
+		return tls.DialWithDialer(&net.Dialer{Timeout: timeout}, network, addr, &tls.Config{RootCAs: pool, ServerName: host, MinVersion: tls.VersionTLS12})
+	}
+	conn, events, err := zk.Connect(c.addrs(), 6*time.Second, zk.WithDialer(dialTLS), zk.WithLogger(zkQuiet{}))
+	require.NoError(t, err)
+	defer conn.Close()
+	go func() {
+		for range events {
+		}
+	}()
+	require.Eventually(t, func() bool {
+		_, err := conn.Create("/tls", []byte("secret"), 0, zk.WorldACL(zk.PermAll))
+		return err == nil || errors.Is(err, zk.ErrNodeExists)
+	}, 30*time.Second, 50*time.Millisecond, "no write over TLS")
+	data, _, err := conn.Get("/tls")
+	require.NoError(t, err)
+	require.Equal(t, "secret", string(data))
+
+	plain, plainEvents, err := zk.Connect(c.addrs(1), 3*time.Second, zk.WithLogger(zkQuiet{}))
+	require.NoError(t, err)
+	defer plain.Close()
+	deadline := time.After(5 * time.Second)
+	for done := false; !done; {
+		select {
+		case ev := <-plainEvents:
+			require.NotEqual(t, zk.StateHasSession, ev.State, "a plain-TCP client got a session on the TLS port")
+		case <-deadline:
+			done = true
+		}
+	}
 }
