@@ -182,6 +182,7 @@ var routePerms = map[string]routePerm{
 	"GET /debug/pprof/profile":                  operatorRead,
 	"GET /debug/pprof/symbol":                   operatorRead,
 	"GET /debug/pprof/trace":                    operatorRead,
+	"GET /v1/znodes":                            operatorRead, // and world:anyone READ for data and children (znodes.go)
 
 	"POST /v1/acl/bootstrap":           management,
 	"GET /v1/acl/policies":             management,

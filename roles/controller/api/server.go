@@ -470,6 +470,7 @@ func (s *Server) routeMux() *routeMux {
 	s.registerCertRoutes(mux)  // the certificate deny-list (certs.go)
 	s.registerTokenRoutes(mux) // worker join tokens (tokens.go)
 	s.registerACLRoutes(mux)   // policies and tokens (acl_routes.go)
+	s.registerZNodeRoutes(mux) // the ZooKeeper port's znode tree, read-only (znodes.go)
 	s.registerUIRoutes(mux)    // dashboard under /ui/, / redirects there, GET /v1/events (http_ui.go)
 	if s.cfg.EnablePprof {
 		registerPprof(mux)

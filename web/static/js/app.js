@@ -14,6 +14,7 @@ import keys from './pages/keys.js';
 import leases from './pages/leases.js';
 import locks from './pages/locks.js';
 import services from './pages/services.js';
+import znodes from './pages/znodes.js';
 
 // POLL is how often pages without a live stream refresh.
 export const POLL = 2000;
@@ -30,6 +31,7 @@ const routes = [
   [/^\/leases$/, leases],
   [/^\/locks$/, locks],
   [/^\/services$/, services],
+  [/^\/znodes$/, znodes],
 ];
 
 let teardown = [];
