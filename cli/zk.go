@@ -533,6 +533,10 @@ func (im *zkImporter) copyNode(p string) (kids []string, ok bool, err error) {
 	case err != nil:
 		im.fail(p, fmt.Errorf("read its ACL from the source: %v%s", err, authHint(err, "--from-auth")))
 		return nil, false, nil
+	case redactedACL(acl):
+		im.fail(p, errors.New("the source hid the digest hashes of its ACL (user:x), as ZooKeeper does for a session "+
+			"without ADMIN on the znode; add an identity the ACL grants ADMIN with --from-auth digest:user:password"))
+		return nil, false, nil
 	}
 	if stat.NumChildren > 0 {
 		kids, _, err = im.src.Children(p)
@@ -621,6 +625,18 @@ func (im *zkImporter) overwriteNode(p string, data []byte, acl []zk.ACL) error {
 		}
 	}
 	return nil
+}
+
+// redactedACL reports whether getACL hid digest hashes: ZooKeeper answers a session without ADMIN on the znode
+// with "user:x" for every digest id, and copying that would lock everyone out of the copy (a real digest is a
+// base64 SHA-1, never "x").
+func redactedACL(acl []zk.ACL) bool {
+	for _, a := range acl {
+		if a.Scheme == "digest" && strings.HasSuffix(a.ID, ":x") {
+			return true
+		}
+	}
+	return false
 }
 
 // authHint says what to do about a NoAuth: the importer's session lacks an identity the znode's ACL (or its

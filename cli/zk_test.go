@@ -332,13 +332,20 @@ func TestZKImport_RealZooKeeper(t *testing.T) {
 
 	// A znode the importer may not read fails, is listed, and makes the command fail; the rest is copied.
 	mk("/bobs", []byte("not for alice"), 0, zk.DigestACL(zk.PermAll, "bob", "pw"))
+	// Without ADMIN, ZooKeeper's getACL hides digest hashes (alice:x): copying that ACL would lock everyone out.
+	mk("/readonly", []byte("alice may read"), 0, zk.DigestACL(zk.PermRead, "alice", "secret"))
 	mk("/zz", []byte("after"), 0, open)
 	r, err = zkImportJSON(t, auth...)
-	require.ErrorContains(t, err, "1 znode(s) failed to import")
-	require.Equal(t, 1, r.Failed)
+	require.ErrorContains(t, err, "2 znode(s) failed to import")
+	require.Equal(t, 2, r.Failed)
 	require.Equal(t, 1, r.Created)
 	require.Equal(t, "/bobs", r.Failures[0].Path)
 	require.Contains(t, r.Failures[0].Error, "--from-auth")
+	require.Equal(t, "/readonly", r.Failures[1].Path)
+	require.Contains(t, r.Failures[1].Error, "hid the digest hashes")
+	ok, _, err := dst.Exists("/readonly")
+	require.NoError(t, err)
+	require.False(t, ok)
 	_, _, err = dst.Get("/zz")
 	require.NoError(t, err)
 
