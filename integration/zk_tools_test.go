@@ -395,6 +395,7 @@ func TestZKTools_KazooFailover(t *testing.T) {
 					last = l
 				} else if l.Event == "" {
 					res = append(res, l)
+					t.Log(l.raw)
 				}
 			}
 			requireRecipesOK(t, res, <-r.done, "lock", "counter", "sessions")
@@ -496,13 +497,14 @@ func TestZKTools_Import(t *testing.T) {
 	}
 	_, err := src.Create("/kafka/controller", []byte(`{"brokerid":1}`), zk.FlagEphemeral, open)
 	require.NoError(t, err)
-	_, err = src.Create("/kafka/secret", []byte("s"), 0, zk.DigestACL(zk.PermRead|zk.PermWrite, "kafka", "pw"))
+	_, err = src.Create("/kafka/secret", []byte("s"), 0, zk.DigestACL(zk.PermAll, "kafka", "pw"))
 	require.NoError(t, err)
 
 	for _, tg := range targets {
 		t.Run(tg.name, func(t *testing.T) {
 			target := tg.start(t, 1).addrs[0]
-			out, code := runCLI(t, "zk", "import", "--from", source, "--to", target, "-o", "json")
+			// The source's ACL on /kafka/secret grants kafka alone: the importer reads it as kafka.
+			out, code := runCLI(t, "zk", "import", "--from", source, "--to", target, "--from-auth", "digest:kafka:pw", "-o", "json")
 			require.Zero(t, code, out)
 			var r struct {
 				Created          int `json:"created"`
@@ -521,14 +523,19 @@ func TestZKTools_Import(t *testing.T) {
 			ok, _, err := dst.Exists("/kafka/controller")
 			require.NoError(t, err)
 			require.False(t, ok, "an ephemeral node was copied")
-			acl, _, err := dst.GetACL("/kafka/secret")
-			require.NoError(t, err)
-			require.Equal(t, zk.DigestACL(zk.PermRead|zk.PermWrite, "kafka", "pw"), acl)
 			_, _, err = dst.Get("/kafka/secret")
 			require.ErrorIs(t, err, zk.ErrNoAuth, "the copied ACL is enforced")
+			kafka := dialZKTest(t, target)
+			require.NoError(t, kafka.AddAuth("digest", []byte("kafka:pw")))
+			acl, _, err := kafka.GetACL("/kafka/secret")
+			require.NoError(t, err)
+			require.Equal(t, zk.DigestACL(zk.PermAll, "kafka", "pw"), acl)
+			data, _, err = kafka.Get("/kafka/secret")
+			require.NoError(t, err)
+			require.Equal(t, "s", string(data))
 
 			// Again: nothing to do, nothing fails.
-			out, code = runCLI(t, "zk", "import", "--from", source, "--to", target)
+			out, code = runCLI(t, "zk", "import", "--from", source, "--to", target, "--from-auth", "digest:kafka:pw")
 			require.Zero(t, code, out)
 			require.Contains(t, out, "CREATED  UPDATED  SKIPPED-EXISTING  EPHEMERAL-SKIPPED  VANISHED  FAILED\n0        0        8")
 		})
