@@ -47,8 +47,8 @@ func TestKindOf(t *testing.T) {
 	require.Equal(t, znodeUnknownExtended, k)
 }
 
+// Not parallel, as no test that runs the App is: urfave/cli's flag parsing writes shared state.
 func TestZKImportUsageErrors(t *testing.T) {
-	t.Parallel()
 	tests := []struct {
 		args []string
 		want string
@@ -78,7 +78,6 @@ func TestZKImportUsageErrors(t *testing.T) {
 
 // TestZKImportNoServer: a port with nothing behind it fails within --timeout, saying what to check.
 func TestZKImportNoServer(t *testing.T) {
-	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := ln.Addr().String()
