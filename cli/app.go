@@ -38,6 +38,7 @@ func App() *cli.App {
 			jobCommand(),    // job.go
 			allocCommand(),  // alloc.go
 			serviceCommand(),
+			zkCommand(),         // zk.go
 			versionCommand(),    // version.go
 			completionCommand(), // version.go
 		},

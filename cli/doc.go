@@ -27,6 +27,8 @@
 //   - corral job run, list, status, stop: submit (JSON or YAML), inspect and stop jobs.
 //   - corral alloc list, status, logs, restart: the allocations (job instances placed on workers) and their output.
 //   - corral service register, deregister, ls: the service registry (corral-worker lists the alive workers).
+//   - corral zk import: copy a live ZooKeeper tree (data, ACLs, node types) into a ZooKeeper-protocol endpoint,
+//     corral's --zk-addr, to move off ZooKeeper (docs/ZOOKEEPER.md).
 //   - corral version: the version, commit and Go version of this binary (also corral --version).
 //   - corral completion bash, zsh, fish: shell completion scripts.
 //
