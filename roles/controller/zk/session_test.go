@@ -1,14 +1,12 @@
 package zk
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	gozk "github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 
-	"github.com/corral-dev/corral/metadata"
 	"github.com/corral-dev/corral/roles/controller/zk/jute"
 )
 
@@ -209,6 +207,4 @@ func TestConfigAndBounds(t *testing.T) {
 	r3 := openRaw(t, s2.Addr().String())
 	h := r3.call(jute.OpCreateTTL, &jute.CreateTTLRequest{Path: "/t", ACL: openACL, Flags: jute.FlagPersistentWithTTL, TTL: 1000}, nil)
 	require.Equal(t, jute.CodeUnimplemented, h.Err)
-	_ = context.Background
-	_ = metadata.New
 }
