@@ -194,7 +194,10 @@ func (c *conn) reply(xid int32, code jute.Code, body jute.Record) {
 
 // sendEvent queues a watch notification; called from Applied.
 func (c *conn) sendEvent(typ jute.EventType, path string) {
-	if !c.mayRead(path) {
+	// A NodeChildrenChanged goes to watchers of the parent itself, who
+	// could read it when they set the watch; a node's own event may come
+	// from a recursive watch on an ancestor, so it is checked.
+	if typ != jute.EventNodeChildrenChanged && !c.mayRead(path) {
 		return
 	}
 	h := jute.ReplyHeader{Xid: jute.XidNotification, Zxid: -1}
@@ -207,7 +210,10 @@ func (c *conn) sendEvent(typ jute.EventType, path string) {
 // mayRead tells whether the session may learn of a change at path: a
 // persistent recursive watch must not leak the names of descendants it
 // cannot read (ZooKeeper's fix for CVE-2024-23944). A node that is gone
-// is told of.
+// is told of. The check applies to every watch, not only recursive ones
+// (a Delivery does not say which watch matched): an exists watch on a
+// node the session cannot read hears of its deletion but not of its
+// creation or data changes, where ZooKeeper would tell.
 func (c *conn) mayRead(path string) bool {
 	n, ok := c.srv.lookup(path)
 	if !ok {
