@@ -149,7 +149,7 @@ type Server struct {
 	// ordering guarantee). See waitFired.
 	firedMu   sync.Mutex
 	firedCond *sync.Cond
-	fired     int64
+	fired     atomic.Int64 // written under firedMu
 
 	keep keepAlive
 
@@ -177,10 +177,10 @@ func New(cfg Config, b Backend) (*Server, error) {
 		conns:     map[watch.ConnID]*conn{},
 		sessions:  map[int64]map[*conn]struct{}{},
 		listeners: map[net.Listener]struct{}{},
-		fired:     int64(b.AppliedIndex()),
 		quit:      make(chan struct{}),
 	}
 	s.firedCond = sync.NewCond(&s.firedMu)
+	s.fired.Store(int64(b.AppliedIndex()))
 	s.keep.active = map[int64]struct{}{}
 	if s.met, err = newMetrics(cfg.Registerer); err != nil {
 		return nil, err
@@ -351,8 +351,8 @@ func (s *Server) Reset() {
 
 func (s *Server) markFired(zxid int64) {
 	s.firedMu.Lock()
-	if zxid > s.fired {
-		s.fired = zxid
+	if zxid > s.fired.Load() {
+		s.fired.Store(zxid)
 		s.firedCond.Broadcast()
 	}
 	s.firedMu.Unlock()
@@ -362,11 +362,11 @@ func (s *Server) markFired(zxid int64) {
 // events of zxid. The state holds an entry a moment before Applied runs
 // for it; a read in that moment must not overtake the entry's events.
 func (s *Server) waitFired(zxid int64) {
-	s.firedMu.Lock()
-	defer s.firedMu.Unlock()
-	if s.fired >= zxid {
+	if s.fired.Load() >= zxid {
 		return
 	}
+	s.firedMu.Lock()
+	defer s.firedMu.Unlock()
 	deadline := time.Now().Add(time.Second)
 	t := time.AfterFunc(time.Second, func() {
 		s.firedMu.Lock()
@@ -374,7 +374,7 @@ func (s *Server) waitFired(zxid int64) {
 		s.firedMu.Unlock()
 	})
 	defer t.Stop()
-	for s.fired < zxid && time.Now().Before(deadline) {
+	for s.fired.Load() < zxid && time.Now().Before(deadline) {
 		select {
 		case <-s.quit:
 			return
