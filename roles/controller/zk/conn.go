@@ -116,12 +116,13 @@ func (c *conn) readLoop(fr *jute.FrameReader) error {
 		req, err := jute.DecodeRequest(frame)
 		var unknown *jute.UnknownOpError
 		if errors.As(err, &unknown) {
-			// ZooKeeper answers an unknown type with Unimplemented and
-			// keeps the connection.
+			// As ZooKeeper (UnimplementedRequestProcessor): answer
+			// Unimplemented, then close the connection.
 			c.srv.log.Warn("zk: unknown request type", "remote", c.remote, "op", int32(unknown.Op), "xid", req.Header.Xid)
 			c.srv.met.requests.WithLabelValues("unknown").Inc()
+			c.srv.met.refused.WithLabelValues("unknown_op").Inc()
 			c.reply(req.Header.Xid, jute.CodeUnimplemented, nil)
-			continue
+			return c.finish()
 		}
 		if err != nil {
 			c.srv.met.refused.WithLabelValues("malformed").Inc()

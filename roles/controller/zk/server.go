@@ -1,18 +1,3 @@
-// Package zk is corral's ZooKeeper port (issue 20): a server that speaks
-// the ZooKeeper client protocol (jute) over TCP and keeps its znodes in
-// the replicated state through a Backend.
-//
-// One connection is served by one reader goroutine, which runs the
-// connection's requests one after the other (ZooKeeper's FIFO order per
-// session, so a read after a write on a session sees the write), and one
-// writer goroutine draining a bounded queue of frames. Watch events are
-// queued into the same queue from Applied, called by the controller's
-// raft loop, which must never block: a connection whose queue is full is
-// closed, and its client reconnects and re-arms its watches.
-//
-// Reads are served from this controller's applied state and may lag the
-// leader, as ZooKeeper's follower reads do; sync makes them current.
-// Writes are proposed and answered only once committed and applied here.
 package zk
 
 import (
