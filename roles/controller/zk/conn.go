@@ -193,34 +193,13 @@ func (c *conn) reply(xid int32, code jute.Code, body jute.Record) {
 	c.send(jute.AppendFrame(nil, &h, body))
 }
 
-// sendEvent queues a watch notification; called from Applied.
+// sendEvent queues a watch notification (see Server.deliver).
 func (c *conn) sendEvent(typ jute.EventType, path string) {
-	// A NodeChildrenChanged goes to watchers of the parent itself, who
-	// could read it when they set the watch; a node's own event may come
-	// from a recursive watch on an ancestor, so it is checked.
-	if typ != jute.EventNodeChildrenChanged && !c.mayRead(path) {
-		return
-	}
 	h := jute.ReplyHeader{Xid: jute.XidNotification, Zxid: -1}
 	ev := jute.WatcherEvent{Type: typ, State: jute.StateSyncConnected, Path: path}
 	if c.send(jute.AppendFrame(nil, &h, &ev)) {
 		c.srv.met.watchEvents.Inc()
 	}
-}
-
-// mayRead tells whether the session may learn of a change at path: a
-// persistent recursive watch must not leak the names of descendants it
-// cannot read (ZooKeeper's fix for CVE-2024-23944). A node that is gone
-// is told of. The check applies to every watch, not only recursive ones
-// (a Delivery does not say which watch matched): an exists watch on a
-// node the session cannot read hears of its deletion but not of its
-// creation or data changes, where ZooKeeper would tell.
-func (c *conn) mayRead(path string) bool {
-	n, ok := c.srv.lookup(path)
-	if !ok {
-		return true
-	}
-	return checkACL(n.ACL, jute.PermRead, c.authIDs())
 }
 
 // finish closes the connection once the frames queued so far are

@@ -138,8 +138,10 @@ type Server struct {
 
 	keep keepAlive
 
-	quit chan struct{}
-	wg   sync.WaitGroup
+	quit   chan struct{}
+	ctx    context.Context // canceled by Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 }
 
 // New returns a server over b; it serves nothing until Serve or
@@ -164,6 +166,7 @@ func New(cfg Config, b Backend) (*Server, error) {
 		listeners: map[net.Listener]struct{}{},
 		quit:      make(chan struct{}),
 	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.firedCond = sync.NewCond(&s.firedMu)
 	s.fired.Store(int64(b.AppliedIndex()))
 	s.keep.active = map[int64]struct{}{}
@@ -269,6 +272,7 @@ func (s *Server) Close() error {
 	}
 	s.closed = true
 	close(s.quit)
+	s.cancel()
 	for ln := range s.listeners {
 		ln.Close()
 	}
@@ -298,17 +302,9 @@ func (s *Server) Applied(evs []metadata.ZNodeEvent) {
 	var top int64
 	for _, ev := range evs {
 		top = max(top, ev.Zxid)
-		ds := s.watches.Trigger(ev)
-		if len(ds) == 0 {
-			continue
+		if ds := s.watches.Trigger(ev); len(ds) > 0 {
+			s.deliver(ds)
 		}
-		s.mu.RLock()
-		for _, d := range ds {
-			if c := s.conns[d.Conn]; c != nil {
-				c.sendEvent(jute.EventType(d.Type), d.Path)
-			}
-		}
-		s.mu.RUnlock()
 	}
 	s.markFired(top)
 	s.met.watches.Set(float64(s.watches.Count()))
@@ -332,6 +328,48 @@ func (s *Server) Reset() {
 	}
 	s.markFired(int64(s.b.AppliedIndex()))
 	s.log.Info("zk: state reset, connections closed", "connections", len(conns))
+}
+
+// deliver queues watch events to their connections. A node's own event
+// may come from a recursive watch on an ancestor, so it goes only to a
+// session that may read the node: a persistent recursive watch must not
+// leak the names of descendants it cannot read (ZooKeeper's fix for
+// CVE-2024-23944). Deletions (the node is gone) and NodeChildrenChanged
+// (sent to watchers of the parent itself, who could read it when they
+// set the watch) are not checked. The check applies to every watch, as a
+// Delivery does not say which watch matched: an exists watch on a node
+// the session cannot read hears of its deletion but not of its creation
+// or data changes, where ZooKeeper would tell. Each node's ACL is read
+// once per call, however many watchers it has.
+func (s *Server) deliver(ds []watch.Delivery) {
+	type acl struct {
+		list   []metadata.ZNodeACL
+		exists bool
+	}
+	var acls map[string]acl
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, d := range ds {
+		c := s.conns[d.Conn]
+		if c == nil {
+			continue
+		}
+		if d.Type != watch.EventNodeChildrenChanged && d.Type != watch.EventNodeDeleted {
+			a, ok := acls[d.Path]
+			if !ok {
+				n, exists := s.lookup(d.Path)
+				a = acl{list: n.ACL, exists: exists}
+				if acls == nil {
+					acls = map[string]acl{}
+				}
+				acls[d.Path] = a
+			}
+			if a.exists && !checkACL(a.list, jute.PermRead, c.authIDs()) {
+				continue
+			}
+		}
+		c.sendEvent(jute.EventType(d.Type), d.Path)
+	}
 }
 
 func (s *Server) markFired(zxid int64) {
@@ -396,6 +434,11 @@ func (s *Server) unregister(c *conn) {
 // connections of that session here: the client moved to c.
 func (s *Server) bindSession(c *conn, sid int64) {
 	s.mu.Lock()
+	if s.conns[c.id] != c {
+		// Closed during its handshake: unregister ran already.
+		s.mu.Unlock()
+		return
+	}
 	set := s.sessions[sid]
 	if set == nil {
 		set = map[*conn]struct{}{}
@@ -448,9 +491,10 @@ func (s *Server) Stats() Stats {
 	return st
 }
 
-// proposeCtx bounds one write.
-func (s *Server) proposeCtx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), s.cfg.ProposeTimeout)
+// timeoutCtx bounds one call to the Backend; Close cancels it, so a
+// closing server does not wait out a proposal.
+func (s *Server) timeoutCtx(d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(s.ctx, d)
 }
 
 func remoteHost(nc net.Conn) string {
