@@ -29,6 +29,7 @@ func (s *Server) reapLoop() {
 		if s.b.IsLeader() {
 			s.reapOnce()
 		}
+		s.reapTicks.Add(1)
 	}
 }
 

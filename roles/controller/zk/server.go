@@ -136,7 +136,8 @@ type Server struct {
 	firedCond *sync.Cond
 	fired     atomic.Int64 // written under firedMu
 
-	keep keepAlive
+	keep      keepAlive
+	reapTicks atomic.Uint64 // reaper passes, led or not (for tests)
 
 	quit   chan struct{}
 	ctx    context.Context // canceled by Close
