@@ -53,7 +53,8 @@ type Config struct {
 	// Curator and kazoo users ask for them.
 	DisableExtendedTypes bool
 	// ContainerCheckInterval is how often the leader deletes empty
-	// containers and expired TTL nodes (default 10s; ZooKeeper's is 60s).
+	// containers and expired TTL nodes (default 60s, ZooKeeper's; each
+	// pass walks the whole tree, see reapLoop).
 	ContainerCheckInterval time.Duration
 	// ProposeTimeout bounds one write (default 10s); a write whose outcome
 	// is unknown closes the connection, so the client sees ConnectionLoss.
@@ -97,7 +98,7 @@ func (c *Config) setDefaults() error {
 		c.FourLetterWords = []string{"ruok", "srvr", "isro", "mntr"}
 	}
 	if c.ContainerCheckInterval <= 0 {
-		c.ContainerCheckInterval = 10 * time.Second
+		c.ContainerCheckInterval = time.Minute
 	}
 	if c.ProposeTimeout <= 0 {
 		c.ProposeTimeout = 10 * time.Second
