@@ -78,7 +78,7 @@ func TestClientCRUD(t *testing.T) {
 	require.Error(t, err)
 
 	// Container and TTL nodes show their kind in ephemeralOwner.
-	_, err = c.CreateContainer("/box", nil, gozk.FlagTTL&0|4, acl)
+	_, err = c.CreateContainer("/box", nil, 4, acl)
 	require.NoError(t, err)
 	_, st, err = c.Get("/box")
 	require.NoError(t, err)

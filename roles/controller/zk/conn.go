@@ -116,12 +116,13 @@ func (c *conn) readLoop(fr *jute.FrameReader) error {
 		req, err := jute.DecodeRequest(frame)
 		var unknown *jute.UnknownOpError
 		if errors.As(err, &unknown) {
-			// ZooKeeper answers an unknown type with Unimplemented and
-			// keeps the connection.
+			// As ZooKeeper (UnimplementedRequestProcessor): answer
+			// Unimplemented, then close the connection.
 			c.srv.log.Warn("zk: unknown request type", "remote", c.remote, "op", int32(unknown.Op), "xid", req.Header.Xid)
 			c.srv.met.requests.WithLabelValues("unknown").Inc()
+			c.srv.met.refused.WithLabelValues("unknown_op").Inc()
 			c.reply(req.Header.Xid, jute.CodeUnimplemented, nil)
-			continue
+			return c.finish()
 		}
 		if err != nil {
 			c.srv.met.refused.WithLabelValues("malformed").Inc()
@@ -192,28 +193,13 @@ func (c *conn) reply(xid int32, code jute.Code, body jute.Record) {
 	c.send(jute.AppendFrame(nil, &h, body))
 }
 
-// sendEvent queues a watch notification; called from Applied.
+// sendEvent queues a watch notification (see Server.deliver).
 func (c *conn) sendEvent(typ jute.EventType, path string) {
-	if !c.mayRead(path) {
-		return
-	}
 	h := jute.ReplyHeader{Xid: jute.XidNotification, Zxid: -1}
 	ev := jute.WatcherEvent{Type: typ, State: jute.StateSyncConnected, Path: path}
 	if c.send(jute.AppendFrame(nil, &h, &ev)) {
 		c.srv.met.watchEvents.Inc()
 	}
-}
-
-// mayRead tells whether the session may learn of a change at path: a
-// persistent recursive watch must not leak the names of descendants it
-// cannot read (ZooKeeper's fix for CVE-2024-23944). A node that is gone
-// is told of.
-func (c *conn) mayRead(path string) bool {
-	n, ok := c.srv.lookup(path)
-	if !ok {
-		return true
-	}
-	return checkACL(n.ACL, jute.PermRead, c.authIDs())
 }
 
 // finish closes the connection once the frames queued so far are

@@ -1,7 +1,6 @@
 package zk
 
 import (
-	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -52,7 +51,7 @@ func (c *conn) handshake(fr *jute.FrameReader) (ok bool, err error) {
 	// this controller has not applied yet, wait a little, else refuse;
 	// the client tries another server.
 	if req.LastZxidSeen > int64(c.srv.b.AppliedIndex()) {
-		ctx, cancel := context.WithTimeout(context.Background(), catchUpWait)
+		ctx, cancel := c.srv.timeoutCtx(catchUpWait)
 		err := c.srv.b.WaitApplied(ctx, uint64(req.LastZxidSeen))
 		cancel()
 		if err != nil {
@@ -96,7 +95,7 @@ func (c *conn) newSession(req *jute.ConnectRequest, resp *jute.ConnectResponse) 
 	if _, err := rand.Read(pw); err != nil {
 		return fmt.Errorf("session password: %w", err)
 	}
-	ctx, cancel := c.srv.proposeCtx()
+	ctx, cancel := c.srv.timeoutCtx(c.srv.cfg.ProposeTimeout)
 	defer cancel()
 	res, err := c.srv.b.ProposePayload(ctx, metadata.OpLeaseGrant, metadata.LeaseGrantPayload{
 		TTLMS: timeout.Milliseconds(), SecretHash: passwordHash(pw)})
@@ -126,7 +125,7 @@ func (c *conn) resumeSession(req *jute.ConnectRequest, resp *jute.ConnectRespons
 	l, ok := st.Lease(req.SessionID)
 	if !ok {
 		// This controller may lag the one that granted it.
-		ctx, cancel := context.WithTimeout(context.Background(), catchUpWait)
+		ctx, cancel := c.srv.timeoutCtx(catchUpWait)
 		err := c.srv.b.LinearizableRead(ctx)
 		cancel()
 		if err != nil {

@@ -1,8 +1,8 @@
 package zk
 
 import (
-	"errors"
 	"bufio"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -200,7 +200,7 @@ func (r *rawClient) closed() bool {
 		_, err := r.fr.ReadFrame()
 		if err != nil {
 			var ne net.Error
-			if ok := asNetErr(err, &ne); ok && ne.Timeout() {
+			if errors.As(err, &ne) && ne.Timeout() {
 				return false
 			}
 			return true
@@ -209,9 +209,3 @@ func (r *rawClient) closed() bool {
 }
 
 var openACL = []jute.ACL{{Perms: jute.PermAll, ID: jute.ID{Scheme: "world", ID: "anyone"}}}
-
-func asNetErr(err error, target *net.Error) bool {
-	return errorsAs(err, target)
-}
-
-var errorsAs = errors.As

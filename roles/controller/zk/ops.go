@@ -140,10 +140,11 @@ func (c *conn) watch(path string, k watch.Kind) error {
 }
 
 // seen makes sure the watch events of the change a reply shows are
-// queued before the reply (see Server.waitFired). Only a connection with
-// watches can tell.
+// queued before the reply (see Server.waitFired). It cannot ask whether
+// this connection had a watch: a one-shot watch leaves the registry
+// before its event is queued.
 func (c *conn) seen(zxid int64) {
-	if zxid > 0 && c.srv.watches.CountConn(c.id) > 0 {
+	if zxid > 0 {
 		c.srv.waitFired(zxid)
 	}
 }

@@ -1,7 +1,6 @@
 package zk
 
 import (
-	"context"
 	"fmt"
 	"strings"
 
@@ -159,7 +158,7 @@ func (c *conn) check(r *jute.PathVersionRequest) (jute.Record, error) {
 // it. A failure (no leader) ends the connection: the client sees
 // ConnectionLoss and retries elsewhere.
 func (c *conn) sync(p string) (jute.Record, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), min(c.srv.cfg.ProposeTimeout, c.timeout))
+	ctx, cancel := c.srv.timeoutCtx(min(c.srv.cfg.ProposeTimeout, c.timeout))
 	defer cancel()
 	if err := c.srv.b.LinearizableRead(ctx); err != nil {
 		return nil, fmt.Errorf("sync: %w", err)
@@ -217,9 +216,7 @@ func (c *conn) setWatches(xid int32, r *jute.SetWatchesRequest) error {
 		n, ok := c.srv.lookup(p)
 		return n.Stat, ok
 	})
-	for _, d := range ds {
-		c.sendEvent(jute.EventType(d.Type), d.Path)
-	}
+	c.srv.deliver(ds)
 	c.srv.met.watches.Set(float64(c.srv.watches.Count()))
 	if err != nil {
 		c.srv.met.refused.WithLabelValues("watch_limit").Inc()

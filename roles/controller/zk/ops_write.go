@@ -1,7 +1,6 @@
 package zk
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -18,7 +17,7 @@ import (
 // failure whose outcome is unknown (timeout, lost leadership) is an
 // error, which ends the connection.
 func (c *conn) propose(op metadata.Op, payload any) (metadata.Result, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), c.srv.cfg.ProposeTimeout)
+	ctx, cancel := c.srv.timeoutCtx(c.srv.cfg.ProposeTimeout)
 	defer cancel()
 	res, err := c.srv.b.ProposePayload(ctx, op, payload)
 	if err != nil {
@@ -39,7 +38,7 @@ func (c *conn) fresh(p string) (metadata.ZNodeInfo, bool, error) {
 	if n, ok := c.srv.lookup(p); ok {
 		return n, true, nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), c.srv.cfg.ProposeTimeout)
+	ctx, cancel := c.srv.timeoutCtx(c.srv.cfg.ProposeTimeout)
 	defer cancel()
 	if err := c.srv.b.LinearizableRead(ctx); err != nil {
 		return metadata.ZNodeInfo{}, false, fmt.Errorf("read %s: %w", p, err)

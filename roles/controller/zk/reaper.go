@@ -7,15 +7,14 @@ import (
 	"github.com/corral-dev/corral/metadata"
 )
 
-// reapBudget bounds the nodes one reaper pass visits: the tree is walked
-// from the root (the state keeps no index of containers and TTL nodes),
-// so a huge tree is covered over several passes.
-const reapBudget = 200_000
-
 // reapLoop is ZooKeeper's ContainerManager: on the leader only, it
 // deletes containers that had children and have none left, and TTL nodes
 // without children not modified for their TTL. Each delete names the
 // version it saw, so a node changed meanwhile survives.
+//
+// A pass walks the whole tree from the root, as the state keeps no index
+// of containers and TTL nodes: that costs the leader about a second of
+// CPU per million znodes, hence ZooKeeper's 60s default interval.
 func (s *Server) reapLoop() {
 	defer s.wg.Done()
 	t := time.NewTicker(s.cfg.ContainerCheckInterval)
@@ -29,6 +28,7 @@ func (s *Server) reapLoop() {
 		if s.b.IsLeader() {
 			s.reapOnce()
 		}
+		s.reapTicks.Add(1)
 	}
 }
 
@@ -37,11 +37,10 @@ func (s *Server) reapOnce() []string {
 	st := s.b.State()
 	now := s.b.Now().UnixMilli()
 	var victims []metadata.ZNodeInfo
-	stack, seen := []string{"/"}, 0
-	for len(stack) > 0 && seen < reapBudget {
+	stack := []string{"/"}
+	for len(stack) > 0 {
 		p := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		seen++
 		kids, _ := st.Children(p)
 		for _, k := range kids {
 			if p == "/" {
@@ -66,7 +65,7 @@ func (s *Server) reapOnce() []string {
 	}
 	var deleted []string
 	for _, n := range victims {
-		ctx, cancel := s.proposeCtx()
+		ctx, cancel := s.timeoutCtx(s.cfg.ProposeTimeout)
 		res, err := s.b.ProposePayload(ctx, metadata.OpZNodeDelete, metadata.ZNodeDelete{Path: n.Path, Version: n.Stat.Version})
 		cancel()
 		switch {

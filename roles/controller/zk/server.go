@@ -1,18 +1,3 @@
-// Package zk is corral's ZooKeeper port (issue 20): a server that speaks
-// the ZooKeeper client protocol (jute) over TCP and keeps its znodes in
-// the replicated state through a Backend.
-//
-// One connection is served by one reader goroutine, which runs the
-// connection's requests one after the other (ZooKeeper's FIFO order per
-// session, so a read after a write on a session sees the write), and one
-// writer goroutine draining a bounded queue of frames. Watch events are
-// queued into the same queue from Applied, called by the controller's
-// raft loop, which must never block: a connection whose queue is full is
-// closed, and its client reconnects and re-arms its watches.
-//
-// Reads are served from this controller's applied state and may lag the
-// leader, as ZooKeeper's follower reads do; sync makes them current.
-// Writes are proposed and answered only once committed and applied here.
 package zk
 
 import (
@@ -68,7 +53,8 @@ type Config struct {
 	// Curator and kazoo users ask for them.
 	DisableExtendedTypes bool
 	// ContainerCheckInterval is how often the leader deletes empty
-	// containers and expired TTL nodes (default 10s; ZooKeeper's is 60s).
+	// containers and expired TTL nodes (default 60s, ZooKeeper's; each
+	// pass walks the whole tree, see reapLoop).
 	ContainerCheckInterval time.Duration
 	// ProposeTimeout bounds one write (default 10s); a write whose outcome
 	// is unknown closes the connection, so the client sees ConnectionLoss.
@@ -112,7 +98,7 @@ func (c *Config) setDefaults() error {
 		c.FourLetterWords = []string{"ruok", "srvr", "isro", "mntr"}
 	}
 	if c.ContainerCheckInterval <= 0 {
-		c.ContainerCheckInterval = 10 * time.Second
+		c.ContainerCheckInterval = time.Minute
 	}
 	if c.ProposeTimeout <= 0 {
 		c.ProposeTimeout = 10 * time.Second
@@ -149,12 +135,15 @@ type Server struct {
 	// ordering guarantee). See waitFired.
 	firedMu   sync.Mutex
 	firedCond *sync.Cond
-	fired     int64
+	fired     atomic.Int64 // written under firedMu
 
-	keep keepAlive
+	keep      keepAlive
+	reapTicks atomic.Uint64 // reaper passes, led or not (for tests)
 
-	quit chan struct{}
-	wg   sync.WaitGroup
+	quit   chan struct{}
+	ctx    context.Context // canceled by Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 }
 
 // New returns a server over b; it serves nothing until Serve or
@@ -177,10 +166,11 @@ func New(cfg Config, b Backend) (*Server, error) {
 		conns:     map[watch.ConnID]*conn{},
 		sessions:  map[int64]map[*conn]struct{}{},
 		listeners: map[net.Listener]struct{}{},
-		fired:     int64(b.AppliedIndex()),
 		quit:      make(chan struct{}),
 	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.firedCond = sync.NewCond(&s.firedMu)
+	s.fired.Store(int64(b.AppliedIndex()))
 	s.keep.active = map[int64]struct{}{}
 	if s.met, err = newMetrics(cfg.Registerer); err != nil {
 		return nil, err
@@ -284,6 +274,7 @@ func (s *Server) Close() error {
 	}
 	s.closed = true
 	close(s.quit)
+	s.cancel()
 	for ln := range s.listeners {
 		ln.Close()
 	}
@@ -313,17 +304,9 @@ func (s *Server) Applied(evs []metadata.ZNodeEvent) {
 	var top int64
 	for _, ev := range evs {
 		top = max(top, ev.Zxid)
-		ds := s.watches.Trigger(ev)
-		if len(ds) == 0 {
-			continue
+		if ds := s.watches.Trigger(ev); len(ds) > 0 {
+			s.deliver(ds)
 		}
-		s.mu.RLock()
-		for _, d := range ds {
-			if c := s.conns[d.Conn]; c != nil {
-				c.sendEvent(jute.EventType(d.Type), d.Path)
-			}
-		}
-		s.mu.RUnlock()
 	}
 	s.markFired(top)
 	s.met.watches.Set(float64(s.watches.Count()))
@@ -349,10 +332,52 @@ func (s *Server) Reset() {
 	s.log.Info("zk: state reset, connections closed", "connections", len(conns))
 }
 
+// deliver queues watch events to their connections. A node's own event
+// may come from a recursive watch on an ancestor, so it goes only to a
+// session that may read the node: a persistent recursive watch must not
+// leak the names of descendants it cannot read (ZooKeeper's fix for
+// CVE-2024-23944). Deletions (the node is gone) and NodeChildrenChanged
+// (sent to watchers of the parent itself, who could read it when they
+// set the watch) are not checked. The check applies to every watch, as a
+// Delivery does not say which watch matched: an exists watch on a node
+// the session cannot read hears of its deletion but not of its creation
+// or data changes, where ZooKeeper would tell. Each node's ACL is read
+// once per call, however many watchers it has.
+func (s *Server) deliver(ds []watch.Delivery) {
+	type acl struct {
+		list   []metadata.ZNodeACL
+		exists bool
+	}
+	var acls map[string]acl
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, d := range ds {
+		c := s.conns[d.Conn]
+		if c == nil {
+			continue
+		}
+		if d.Type != watch.EventNodeChildrenChanged && d.Type != watch.EventNodeDeleted {
+			a, ok := acls[d.Path]
+			if !ok {
+				n, exists := s.lookup(d.Path)
+				a = acl{list: n.ACL, exists: exists}
+				if acls == nil {
+					acls = map[string]acl{}
+				}
+				acls[d.Path] = a
+			}
+			if a.exists && !checkACL(a.list, jute.PermRead, c.authIDs()) {
+				continue
+			}
+		}
+		c.sendEvent(jute.EventType(d.Type), d.Path)
+	}
+}
+
 func (s *Server) markFired(zxid int64) {
 	s.firedMu.Lock()
-	if zxid > s.fired {
-		s.fired = zxid
+	if zxid > s.fired.Load() {
+		s.fired.Store(zxid)
 		s.firedCond.Broadcast()
 	}
 	s.firedMu.Unlock()
@@ -362,11 +387,11 @@ func (s *Server) markFired(zxid int64) {
 // events of zxid. The state holds an entry a moment before Applied runs
 // for it; a read in that moment must not overtake the entry's events.
 func (s *Server) waitFired(zxid int64) {
-	s.firedMu.Lock()
-	defer s.firedMu.Unlock()
-	if s.fired >= zxid {
+	if s.fired.Load() >= zxid {
 		return
 	}
+	s.firedMu.Lock()
+	defer s.firedMu.Unlock()
 	deadline := time.Now().Add(time.Second)
 	t := time.AfterFunc(time.Second, func() {
 		s.firedMu.Lock()
@@ -374,7 +399,7 @@ func (s *Server) waitFired(zxid int64) {
 		s.firedMu.Unlock()
 	})
 	defer t.Stop()
-	for s.fired < zxid && time.Now().Before(deadline) {
+	for s.fired.Load() < zxid && time.Now().Before(deadline) {
 		select {
 		case <-s.quit:
 			return
@@ -411,6 +436,11 @@ func (s *Server) unregister(c *conn) {
 // connections of that session here: the client moved to c.
 func (s *Server) bindSession(c *conn, sid int64) {
 	s.mu.Lock()
+	if s.conns[c.id] != c {
+		// Closed during its handshake: unregister ran already.
+		s.mu.Unlock()
+		return
+	}
 	set := s.sessions[sid]
 	if set == nil {
 		set = map[*conn]struct{}{}
@@ -463,9 +493,10 @@ func (s *Server) Stats() Stats {
 	return st
 }
 
-// proposeCtx bounds one write.
-func (s *Server) proposeCtx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), s.cfg.ProposeTimeout)
+// timeoutCtx bounds one call to the Backend; Close cancels it, so a
+// closing server does not wait out a proposal.
+func (s *Server) timeoutCtx(d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(s.ctx, d)
 }
 
 func remoteHost(nc net.Conn) string {

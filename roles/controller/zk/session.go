@@ -1,7 +1,6 @@
 package zk
 
 import (
-	"context"
 	"sync"
 	"time"
 )
@@ -63,7 +62,7 @@ func (s *Server) keepAliveOnce() {
 	if len(ids) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.MinSessionTimeout/2)
+	ctx, cancel := s.timeoutCtx(s.cfg.MinSessionTimeout / 2)
 	missing, err := s.b.KeepAlive(ctx, ids)
 	cancel()
 	if err != nil {

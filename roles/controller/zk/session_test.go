@@ -1,0 +1,210 @@
+package zk
+
+import (
+	"testing"
+	"time"
+
+	gozk "github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/require"
+
+	"github.com/corral-dev/corral/roles/controller/zk/jute"
+)
+
+// TestSessionExpiry: the leader expires a session; its ephemerals go
+// (watchers see NodeDeleted), its connection closes at the next
+// keep-alive, and its client learns the session expired on reconnect.
+func TestSessionExpiry(t *testing.T) {
+	b := newFakeBackend()
+	s := startServer(t, b, Config{})
+	c1, ev1 := connect(t, s.Addr().String())
+	c2, _ := connect(t, s.Addr().String())
+	_, err := c1.Create("/eph", nil, gozk.FlagEphemeral, gozk.WorldACL(gozk.PermAll))
+	require.NoError(t, err)
+	_, _, ch, err := c2.GetW("/eph")
+	require.NoError(t, err)
+
+	// Time passes on the lessor's clock beyond the TTL without a
+	// keep-alive reaching it for c1: make c2's keep-alive fresh after.
+	b.advance(time.Hour)
+	require.Contains(t, b.expire(), c1.SessionID())
+	require.Equal(t, gozk.EventNodeDeleted, waitEvent(t, ch).Type)
+
+	waitState(t, ev1, gozk.StateExpired)
+	require.Eventually(t, func() bool { return s.Stats().Sessions <= 1 }, 10*time.Second, time.Millisecond)
+	require.Empty(t, b.st.EphemeralsOf(c1.SessionID()))
+}
+
+// TestKeepAlive: pings keep a session's lease fresh through one batched
+// KeepAlive call per interval.
+func TestKeepAlive(t *testing.T) {
+	b := newFakeBackend()
+	s := startServer(t, b, Config{MinSessionTimeout: 600 * time.Millisecond})
+	require.Equal(t, 100*time.Millisecond, s.keepAliveInterval())
+	c, _ := connect(t, s.Addr().String())
+	id := c.SessionID()
+	// Move the clock on by 4.5s, beyond the TTL (4s), in three steps; the client's
+	// pings (every third of its timeout) keep pushing the deadline on.
+	for i := 0; i < 3; i++ {
+		b.advance(1500 * time.Millisecond)
+		require.Eventually(t, func() bool {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			return b.deadlines[id].After(b.Now().Add(3 * time.Second))
+		}, 10*time.Second, time.Millisecond)
+	}
+	require.Empty(t, b.expire())
+	_, ok := b.st.Lease(id)
+	require.True(t, ok)
+}
+
+// TestReconnectOtherServer: a client whose server goes away resumes its
+// session on another controller's server over the same cluster; its
+// ephemerals stay and its watches are re-armed with setWatches.
+func TestReconnectOtherServer(t *testing.T) {
+	b := newFakeBackend()
+	s1 := startServer(t, b, Config{})
+	s2 := startServer(t, b, Config{})
+	c, ev := connect(t, s1.Addr().String(), s2.Addr().String())
+	first := c.Server()
+	gone, stay := s1, s2
+	if first != s1.Addr().String() {
+		gone, stay = s2, s1
+	}
+	other, _ := connect(t, stay.Addr().String())
+	acl := gozk.WorldACL(gozk.PermAll)
+	_, err := c.Create("/r", []byte("1"), gozk.FlagEphemeral, acl)
+	require.NoError(t, err)
+	_, err = other.Create("/r2", []byte("1"), 0, acl)
+	require.NoError(t, err)
+	_, _, wch, err := c.GetW("/r2")
+	require.NoError(t, err)
+	sid := c.SessionID()
+
+	// The controller goes away; while c is disconnected, /r2 changes, so
+	// its re-armed watch fires at once.
+	b.detach(gone)
+	gone.Close()
+	waitState(t, ev, gozk.StateDisconnected)
+	_, err = other.Set("/r2", []byte("2"), -1)
+	require.NoError(t, err)
+	waitState(t, ev, gozk.StateHasSession)
+	require.Equal(t, sid, c.SessionID())
+	require.NotEqual(t, first, c.Server())
+	require.Equal(t, gozk.EventNodeDataChanged, waitEvent(t, wch).Type)
+	_, st, err := c.Get("/r")
+	require.NoError(t, err)
+	require.Equal(t, sid, st.EphemeralOwner)
+}
+
+// TestResumeRefused: a wrong password or an unknown session gets the
+// expired answer (timeout 0, session 0); a client that saw a newer zxid
+// than this controller applied is refused.
+func TestResumeRefused(t *testing.T) {
+	b := newFakeBackend()
+	s := startServer(t, b, Config{})
+	r := openRaw(t, s.Addr().String())
+	sid, pw := r.sid, r.pw
+	require.Len(t, pw, jute.PasswordLen)
+	l, ok := b.st.Lease(sid)
+	require.True(t, ok)
+	require.Equal(t, passwordHash(pw), l.SecretHash)
+	require.Equal(t, int64(4000), l.TTLMS)
+
+	bad := append([]byte(nil), pw...)
+	bad[0] ^= 1
+	r2 := dialRaw(t, s.Addr().String())
+	resp := r2.handshake(jute.ConnectRequest{SessionID: sid, Passwd: bad})
+	require.Zero(t, resp.SessionID)
+	require.Zero(t, resp.TimeOut)
+	require.True(t, r2.closed())
+
+	r3 := dialRaw(t, s.Addr().String())
+	resp = r3.handshake(jute.ConnectRequest{SessionID: 12345, Passwd: pw})
+	require.Zero(t, resp.SessionID)
+
+	// The right password resumes, and the old connection is dropped.
+	r4 := dialRaw(t, s.Addr().String())
+	resp = r4.handshake(jute.ConnectRequest{SessionID: sid, Passwd: pw, TimeOut: 30000, HasReadOnly: true})
+	require.Equal(t, sid, resp.SessionID)
+	require.Equal(t, int32(4000), resp.TimeOut)
+	require.True(t, resp.HasReadOnly)
+	require.False(t, resp.ReadOnly)
+	require.True(t, r.closed())
+
+	// A client from the future.
+	r5 := dialRaw(t, s.Addr().String())
+	r5.write(jute.AppendFrame(nil, &jute.ConnectRequest{LastZxidSeen: 1 << 40, TimeOut: 4000}))
+	require.True(t, r5.closed())
+
+	// Timeouts are clamped.
+	r6 := dialRaw(t, s.Addr().String())
+	resp = r6.handshake(jute.ConnectRequest{TimeOut: 1})
+	require.Equal(t, int32(2000), resp.TimeOut)
+	r7 := dialRaw(t, s.Addr().String())
+	resp = r7.handshake(jute.ConnectRequest{TimeOut: 1 << 30})
+	require.Equal(t, int32(40000), resp.TimeOut)
+}
+
+// TestUnknownOutcomeClosesConnection: a write whose outcome is unknown
+// is never answered; the connection closes (ConnectionLoss).
+func TestUnknownOutcomeClosesConnection(t *testing.T) {
+	b := newFakeBackend()
+	s := startServer(t, b, Config{})
+	r := openRaw(t, s.Addr().String())
+	b.failWith(errNoLeader)
+	r.write(jute.AppendFrame(nil, &jute.RequestHeader{Xid: 1, Type: jute.OpCreate},
+		&jute.CreateRequest{Path: "/x", ACL: openACL}))
+	require.True(t, r.closed())
+	b.failWith(nil)
+	_, ok := b.st.ZNode("/x")
+	require.False(t, ok)
+}
+
+// TestReaper: on the leader, empty used containers and expired TTL nodes
+// go; the rest stay.
+func TestReaper(t *testing.T) {
+	b := newFakeBackend()
+	s := startServer(t, b, Config{ContainerCheckInterval: time.Hour})
+	c, _ := connect(t, s.Addr().String())
+	acl := gozk.WorldACL(gozk.PermAll)
+	_, err := c.CreateContainer("/used", nil, 4, acl)
+	require.NoError(t, err)
+	_, err = c.CreateContainer("/fresh", nil, 4, acl)
+	require.NoError(t, err)
+	_, err = c.Create("/used/k", nil, 0, acl)
+	require.NoError(t, err)
+	_, err = c.CreateTTL("/ttl", nil, gozk.FlagTTL, acl, time.Minute)
+	require.NoError(t, err)
+	_, err = c.CreateTTL("/ttlp", nil, gozk.FlagTTL, acl, time.Minute)
+	require.NoError(t, err)
+	_, err = c.Create("/ttlp/k", nil, 0, acl)
+	require.NoError(t, err)
+
+	require.Empty(t, s.reapOnce())
+	require.NoError(t, c.Delete("/used/k", -1))
+	require.Equal(t, []string{"/used"}, s.reapOnce())
+	b.advance(2 * time.Minute)
+	require.Equal(t, []string{"/ttl"}, s.reapOnce())
+	_, err = c.Create("/used", nil, 0, acl)
+	require.NoError(t, err) // it really is gone
+}
+
+func TestConfigAndBounds(t *testing.T) {
+	b := newFakeBackend()
+	_, err := New(Config{FourLetterWords: []string{"dump"}}, b)
+	require.Error(t, err)
+	_, err = New(Config{MinSessionTimeout: time.Minute, MaxSessionTimeout: time.Second}, b)
+	require.Error(t, err)
+
+	s := startServer(t, b, Config{MaxConns: 1})
+	r := openRaw(t, s.Addr().String())
+	_ = r
+	r2 := dialRaw(t, s.Addr().String())
+	require.True(t, r2.closed())
+
+	// TTL nodes off.
+	s2 := startServer(t, b, Config{DisableExtendedTypes: true})
+	r3 := openRaw(t, s2.Addr().String())
+	h := r3.call(jute.OpCreateTTL, &jute.CreateTTLRequest{Path: "/t", ACL: openACL, Flags: jute.FlagPersistentWithTTL, TTL: 1000}, nil)
+	require.Equal(t, jute.CodeUnimplemented, h.Err)
+}
