@@ -52,16 +52,24 @@ make -s build
 
 pids=()
 stop() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	local all=("${pids[@]}")
 	# Nodes the failover mode restarted (their pids are new): only those
 	# still running a command line under $base.
 	if [ -f "$base/restarted.pids" ]; then
 		while read -r p; do
-			grep -qaF -- "$base" "/proc/$p/cmdline" 2>/dev/null && kill "$p" 2>/dev/null || true
+			grep -qaF -- "$base" "/proc/$p/cmdline" 2>/dev/null && all+=("$p")
 		done <"$base/restarted.pids"
 	fi
+	for p in "${all[@]}"; do kill "$p" 2>/dev/null || true; done
 	scripts/cluster.sh stop "$base/corral" >/dev/null 2>&1 || true
 	wait 2>/dev/null || true
+	# Disowned and restarted nodes are not this shell's to wait for.
+	for _ in $(seq 1 100); do
+		local left=0
+		for p in "${all[@]}"; do [ -e "/proc/$p" ] && left=1; done
+		[ "$left" -eq 0 ] && break
+		sleep 0.1
+	done
 }
 trap stop EXIT
 rm -rf "$base"
@@ -121,6 +129,9 @@ done
 
 echo "# $(date -u +%FT%TZ) $(nproc) cores; etcd $(etcd --version | head -1 | awk '{print $3}'), ZooKeeper $(dpkg-query -W -f '${Version}' zookeeper), corral $(git rev-parse --short HEAD)"
 if [ "$mode" = failover ]; then
+	# The nodes it kills are this shell's children: without disown, bash
+	# reports each one "Killed" in the middle of the output.
+	disown -a
 	echo "# uptime at start: $(uptime)"
 	bin/compare failover -trials "$trials" -corral "$ecorral" -etcd "$eetcd" -zk "$ezk" \
 		-pid-file "$base/restarted.pids" -json "$base/failover.json"

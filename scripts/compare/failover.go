@@ -144,7 +144,9 @@ type trialResult struct {
 	PID      int       `json:"pid"`       // its pid
 	KilledAt time.Time `json:"killed_at"` // when SIGKILL was sent
 	// GapMS is the longest interval between consecutive acknowledgements from the last one before the kill to the
-	// end of the window; SpanMS the interval that contains the kill (last ack before it to first ack after it).
+	// end of the window: the measure. SpanMS is the interval that contains the kill instant (last ack before it to
+	// first ack after it); it can be a few ms when answers the old leader sent just before it died are read just
+	// after, so it is kept only as a detail.
 	GapMS   float64 `json:"gap_ms"`
 	SpanMS  float64 `json:"span_ms"`
 	Resumed bool    `json:"resumed"` // some write was acknowledged after the kill, within the window
@@ -236,7 +238,7 @@ trials:
 			if !r.Resumed {
 				gap = "> " + gap + " (no write acknowledged after the kill)"
 			}
-			fmt.Printf("trial %-2d %-6s killed leader %s (pid %d): gap %s, spanning the kill %.3fs; %d writes, %d errors; "+
+			fmt.Printf("trial %-2d %-6s killed leader %s (pid %d): gap %s (interval around the kill instant %.3fs); %d writes, %d errors; "+
 				"healthy again %.1fs after the restart; load %s\n", t, r.System, r.Leader, r.PID, gap, r.SpanMS/1000,
 				r.Acks, r.Errors, r.BackMS/1000, r.LoadAvg)
 		}
