@@ -280,7 +280,7 @@ func printGapTable(w io.Writer, systems []gapSystem, results []trialResult) {
 		}
 		sorted := slices.Clone(gaps)
 		slices.Sort(sorted)
-		fmt.Fprintf(w, "| %s | %d | %.2f s | %.2f s | %.2f s | %s |\n", sys.name(), len(gaps), medianF(sorted),
+		fmt.Fprintf(w, "| %s | %d | %.3f s | %.3f s | %.3f s | %s |\n", sys.name(), len(gaps), medianF(sorted),
 			sorted[int(math.Ceil(0.9*float64(len(sorted))))-1], sorted[len(sorted)-1], strings.Join(each, ", "))
 	}
 }
