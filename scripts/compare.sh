@@ -9,9 +9,36 @@
 # overwrites of 1,000 keys) for each client count, the three systems in
 # turn, ROUNDS times, so drift on the machine hits all three alike.
 #   scripts/compare.sh [ROUNDS] [DURATION] [CLIENT COUNTS]   # defaults: 3 10s "1 16 128"
+#
+# With "failover" it measures instead the longest gap between acknowledged
+# writes after kill -9 of each system's leader (issue 16, item 6;
+# docs/PERFORMANCE.md "Failover"): per trial and per system in turn, 8
+# writers (each client listing every node, 250 ms per operation), the
+# leader killed after 3 s, 5 s more of writes, the node restarted with its
+# own command line and the cluster healthy again before the next trial.
+#   scripts/compare.sh failover [--trials N]   # default: 10 trials
 # Needs: apt-get install etcd-server zookeeper (Java comes with it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+usage() {
+	echo "usage: $0 [ROUNDS] [DURATION] [CLIENT COUNTS]" >&2
+	echo "       $0 failover [--trials N]" >&2
+	exit 1
+}
+mode=throughput
+if [ "${1:-}" = failover ]; then
+	mode=failover
+	shift
+	trials=10
+	while [ $# -gt 0 ]; do
+		case "$1" in
+		--trials) [ $# -ge 2 ] || usage; trials=$2; shift 2 ;;
+		--trials=*) trials=${1#--trials=}; shift ;;
+		*) usage ;;
+		esac
+	done
+	[[ "$trials" =~ ^[0-9]+$ ]] && [ "$trials" -ge 1 ] && [ "$trials" -le 100 ] || { echo "--trials: want 1-100, got $trials" >&2; exit 1; }
+fi
 rounds=${1:-3}
 duration=${2:-10s}
 counts=${3:-1 16 128}
@@ -25,9 +52,24 @@ make -s build
 
 pids=()
 stop() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	local all=("${pids[@]}")
+	# Nodes the failover mode restarted (their pids are new): only those
+	# still running a command line under $base.
+	if [ -f "$base/restarted.pids" ]; then
+		while read -r p; do
+			grep -qaF -- "$base" "/proc/$p/cmdline" 2>/dev/null && all+=("$p")
+		done <"$base/restarted.pids"
+	fi
+	for p in "${all[@]}"; do kill "$p" 2>/dev/null || true; done
 	scripts/cluster.sh stop "$base/corral" >/dev/null 2>&1 || true
 	wait 2>/dev/null || true
+	# Disowned and restarted nodes are not this shell's to wait for.
+	for _ in $(seq 1 100); do
+		local left=0
+		for p in "${all[@]}"; do [ -e "/proc/$p" ] && left=1; done
+		[ "$left" -eq 0 ] && break
+		sleep 0.1
+	done
 }
 trap stop EXIT
 rm -rf "$base"
@@ -86,6 +128,17 @@ done
 [ "$ok" -eq 4 ] || { echo "etcd or ZooKeeper did not start; see $base/*.log" >&2; exit 1; }
 
 echo "# $(date -u +%FT%TZ) $(nproc) cores; etcd $(etcd --version | head -1 | awk '{print $3}'), ZooKeeper $(dpkg-query -W -f '${Version}' zookeeper), corral $(git rev-parse --short HEAD)"
+if [ "$mode" = failover ]; then
+	# The nodes it kills are this shell's children: without disown, bash
+	# reports each one "Killed" in the middle of the output.
+	disown -a
+	echo "# uptime at start: $(uptime)"
+	bin/compare failover -trials "$trials" -corral "$ecorral" -etcd "$eetcd" -zk "$ezk" \
+		-pid-file "$base/restarted.pids" -json "$base/failover.json"
+	echo "# uptime at end: $(uptime)"
+	echo "# every trial as JSON: $base/failover.json"
+	exit 0
+fi
 echo "# 256-byte overwrites of 1,000 keys, $duration per run, $rounds rounds, systems in turn"
 for r in $(seq 1 "$rounds"); do
 	for c in $counts; do

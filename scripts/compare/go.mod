@@ -3,6 +3,7 @@ module github.com/corral-dev/corral/scripts/compare
 go 1.26.8
 
 require (
+	github.com/corral-dev/corral v0.0.0
 	github.com/go-zookeeper/zk v1.0.4
 	go.etcd.io/etcd/client/v3 v3.6.16
 	go.uber.org/zap v1.27.0
@@ -23,5 +24,8 @@ require (
 	google.golang.org/genproto/googleapis/api v0.0.0-20260803160001-6ac0973c030d // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260803160001-6ac0973c030d // indirect
 	google.golang.org/grpc v1.83.2 // indirect
-	google.golang.org/protobuf v1.36.11 // indirect
+	google.golang.org/protobuf v1.36.12 // indirect
 )
+
+// The corral client (client/) from this checkout.
+replace github.com/corral-dev/corral => ../..

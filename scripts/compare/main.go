@@ -7,6 +7,11 @@
 //	compare -system corral|etcd|zk -endpoints A,B,C -clients N -duration 10s -value-size 256 -keys 1000
 //
 // It prints one line: system, clients, ops, errors, ops/s, p50, p99, max.
+//
+//	compare failover -trials 10 -corral URLS -etcd H:P,... -zk H:P,...
+//
+// measures the write gap after kill -9 of each system's leader instead
+// (failover.go).
 // Each client writes keys bench/k<i> in turn (etcd: puts; corral: PUT
 // /v1/kv; ZooKeeper: setData of znodes /bench/k<i> created first), so all
 // three do a replicated, fsynced overwrite of a 256-byte value per op.
@@ -30,6 +35,13 @@ type writer interface {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "failover" {
+		if err := runFailover(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "compare failover:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	system := flag.String("system", "", "corral, etcd or zk")
 	endpoints := flag.String("endpoints", "", "comma-separated endpoints (corral: http URLs; etcd: host:port; zk: host:port)")
 	clients := flag.Int("clients", 1, "concurrent clients, each with its own connection")

@@ -15,8 +15,10 @@ import (
 // simulated client, pinned to one server.
 type zkWriter struct{ c *zk.Conn }
 
-func zkConnect(server string) (*zk.Conn, error) {
-	c, ev, err := zk.Connect([]string{server}, 10*time.Second, zk.WithLogger(log.New(io.Discard, "", 0)))
+// zkConnect opens a session on one of servers (go-zookeeper picks among them and moves to another when its server
+// fails).
+func zkConnect(servers []string) (*zk.Conn, error) {
+	c, ev, err := zk.Connect(servers, 10*time.Second, zk.WithLogger(log.New(io.Discard, "", 0)))
 	if err != nil {
 		return nil, err
 	}
@@ -36,7 +38,7 @@ func zkConnect(server string) (*zk.Conn, error) {
 
 // zkPrepare creates /bench and its keys znodes once.
 func zkPrepare(eps []string, keys int) error {
-	c, err := zkConnect(eps[0])
+	c, err := zkConnect(eps[:1])
 	if err != nil {
 		return err
 	}
@@ -53,7 +55,7 @@ func zkPrepare(eps []string, keys int) error {
 }
 
 func newZK(eps []string, n int) (writer, error) {
-	c, err := zkConnect(eps[n%len(eps)])
+	c, err := zkConnect([]string{eps[n%len(eps)]})
 	if err != nil {
 		return nil, err
 	}
