@@ -27,8 +27,8 @@ import (
 // from a real ZooKeeper into the target.
 //
 // The targets are zkTargets' table. Today it holds a real ZooKeeper 3.8, which proves the scripts and their
-// assertions right: what passes against ZooKeeper is ZooKeeper's behaviour, and corral must match it. Corral's
-// --zk-addr port joins the table once controllers serve it (see startCorralZK).
+// assertions right: what passes against ZooKeeper is ZooKeeper's behaviour, and corral (three controllers, each
+// serving --zk-addr) must match it.
 //
 // They need java, /usr/share/java/zookeeper.jar (apt-get install zookeeper) and, for the recipes, python3-kazoo;
 // without them they fail, unless -short skips them.
@@ -59,14 +59,12 @@ func zkTargets(t *testing.T) []zkTarget {
 	}
 	return []zkTarget{
 		{"zookeeper-3.8", startRealZK},
-		// TODO(main): add corral once controllers serve --zk-addr:
-		//	{"corral", startCorralZK},
+		{"corral", startCorralZK},
 	}
 }
 
 // startCorralZK starts a corral cluster of servers controllers, each serving the ZooKeeper protocol on its own
-// --zk-addr. TODO(main): register it in zkTargets once --zk-addr exists; check the flag's name and that
-// waitLeader/kill are the right harness calls. Written against the harness (harness_test.go), never run yet.
+// --zk-addr.
 func startCorralZK(t *testing.T, servers int) *zkEnsemble {
 	t.Helper()
 	c := newCluster(t, servers)

@@ -103,7 +103,7 @@ type ZNodeACL struct {
 // place once stored (copy on write), so a multi can roll back by putting
 // the old pointers back.
 type ZNode struct {
-	Data []byte     `json:"data,omitempty"`
+	Data []byte     `json:"data"` // nil (null) and empty differ, as in ZooKeeper
 	ACL  []ZNodeACL `json:"acl"`
 	// EphemeralOwner is the owning session, 0 for persistent nodes.
 	EphemeralOwner int64 `json:"ephemeral_owner,omitempty"`
@@ -263,7 +263,7 @@ func (s *State) ZNode(path string) (ZNodeInfo, bool) {
 	if n == nil {
 		return ZNodeInfo{}, false
 	}
-	return ZNodeInfo{Path: path, Data: append([]byte(nil), n.Data...), ACL: append([]ZNodeACL(nil), n.ACL...),
+	return ZNodeInfo{Path: path, Data: cloneZData(n.Data), ACL: append([]ZNodeACL(nil), n.ACL...),
 		TTLMS: n.TTLMS, Container: n.Container, Stat: n.stat(len(s.ext.zkids[path]))}, true
 }
 

@@ -9,7 +9,7 @@ import (
 // ZNodeCreate is the payload of OpZNodeCreate and a multi's create.
 type ZNodeCreate struct {
 	Path string     `json:"path"`
-	Data []byte     `json:"data,omitempty"`
+	Data []byte     `json:"data"` // null and empty differ, as in ZooKeeper
 	ACL  []ZNodeACL `json:"acl"`
 	// Ephemeral ties the node to Session; Sequential appends the parent's
 	// cversion as a 10-digit suffix; Container and TTLMS make container
@@ -33,7 +33,7 @@ type ZNodeDelete struct {
 // ZNodeSetData is the payload of OpZNodeSetData and a multi's setData.
 type ZNodeSetData struct {
 	Path    string `json:"path"`
-	Data    []byte `json:"data,omitempty"`
+	Data    []byte `json:"data"`
 	Version int32  `json:"version"`
 	AtMS    int64  `json:"at_ms"`
 }
@@ -218,12 +218,9 @@ func (s *State) zcreate(c *ZNodeCreate, undo *[]znodeUndo) (ZNodeResult, error) 
 		return ZNodeResult{}, fmt.Errorf("create %s: %w: %d exist", path, ErrZNodeTooMany, maxZNodes)
 	}
 	zxid := int64(s.applied)
-	n := &ZNode{Data: append([]byte(nil), c.Data...), ACL: append([]ZNodeACL(nil), c.ACL...),
+	n := &ZNode{Data: cloneZData(c.Data), ACL: append([]ZNodeACL(nil), c.ACL...),
 		EphemeralOwner: c.Session, TTLMS: c.TTLMS, Container: c.Container,
 		Czxid: zxid, Mzxid: zxid, Pzxid: zxid, Ctime: c.AtMS, Mtime: c.AtMS}
-	if len(n.Data) == 0 {
-		n.Data = nil
-	}
 	np := parent.copy()
 	np.Cversion++
 	np.Pzxid = zxid
@@ -280,10 +277,7 @@ func (s *State) zsetData(d *ZNodeSetData, undo *[]znodeUndo) (ZNodeResult, error
 		return ZNodeResult{}, fmt.Errorf("set data: %w", err)
 	}
 	c := n.copy()
-	c.Data = append([]byte(nil), d.Data...)
-	if len(c.Data) == 0 {
-		c.Data = nil
-	}
+	c.Data = cloneZData(d.Data)
 	c.Version++
 	c.Mzxid = int64(s.applied)
 	c.Mtime = d.AtMS
@@ -454,4 +448,15 @@ func (s *State) deleteEphemerals(session int64, res *Result) ([]string, error) {
 		res.ZNodeEvents = append(res.ZNodeEvents, ZNodeEvent{Type: ZNodeDeleted, Path: path, Zxid: int64(s.applied)})
 	}
 	return paths, nil
+}
+
+// cloneZData copies znode data, keeping null (nil) apart from empty: a
+// ZooKeeper client reads back null for a node created with null data and
+// an empty buffer for one created with empty data (kazoo's Counter, for
+// one, cannot decode null).
+func cloneZData(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return append([]byte{}, b...)
 }

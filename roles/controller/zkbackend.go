@@ -51,8 +51,16 @@ func (b zkBackend) WaitApplied(ctx context.Context, idx uint64) error {
 	}
 }
 
+// ProposePayload returns an error only when the outcome is unknown or
+// nothing was proposed; a committed refusal (NodeExists, BadVersion...) is
+// in Result.Err alone, as the server expects: it answers that with its
+// ZooKeeper code and keeps the connection.
 func (b zkBackend) ProposePayload(ctx context.Context, op metadata.Op, payload any) (metadata.Result, error) {
-	return b.c.r.ProposePayload(ctx, op, payload)
+	res, err := b.c.r.ProposePayload(ctx, op, payload)
+	if err != nil && res.Err != nil && err == res.Err { //nolint:errorlint // identity: Propose folded res.Err in
+		return res, nil
+	}
+	return res, err
 }
 
 func (b zkBackend) LinearizableRead(ctx context.Context) error { return b.c.r.LinearizableRead(ctx) }

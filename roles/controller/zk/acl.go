@@ -129,8 +129,9 @@ func toJuteACL(acl []metadata.ZNodeACL, redact bool) []jute.ACL {
 		id := a.ID
 		if redact && a.Scheme == "digest" {
 			// As ZooKeeper since 3.x (ZOOKEEPER-1392): a reader without
-			// ADMIN does not see the password hashes.
-			id = "x:x"
+			// ADMIN does not see the password hashes, only the user.
+			user, _, _ := strings.Cut(id, ":")
+			id = user + ":x"
 		}
 		out[i] = jute.ACL{Perms: a.Perms, ID: jute.ID{Scheme: a.Scheme, ID: id}}
 	}

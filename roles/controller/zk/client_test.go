@@ -238,7 +238,7 @@ func TestClientACL(t *testing.T) {
 	require.ErrorIs(t, err, gozk.ErrNoAuth)
 	acl, _, err = other.GetACL("/a")
 	require.NoError(t, err)
-	require.Contains(t, acl, gozk.ACL{Perms: gozk.PermAll, Scheme: "digest", ID: "x:x"})
+	require.Contains(t, acl, gozk.ACL{Perms: gozk.PermAll, Scheme: "digest", ID: "alice:x"})
 
 	// A node only alice reads.
 	_, err = owner.Create("/a/private", []byte("p"), 0, gozk.DigestACL(gozk.PermAll, "alice", "secret"))
