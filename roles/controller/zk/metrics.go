@@ -22,6 +22,7 @@ type metrics struct {
 	watchEvents prometheus.Counter
 	refused     *prometheus.CounterVec
 	expirations prometheus.Counter
+	stranded    prometheus.Counter
 
 	received, sent atomic.Uint64
 	opsMu          sync.Mutex
@@ -47,8 +48,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "ZooKeeper connections refused or dropped by the server, by reason."}, []string{"reason"}),
 		expirations: prometheus.NewCounter(prometheus.CounterOpts{Name: "corral_zk_session_expirations_total",
 			Help: "ZooKeeper sessions found expired while connected here."}),
+		stranded: prometheus.NewCounter(prometheus.CounterOpts{Name: "corral_zk_sessions_moved_total",
+			Help: "ZooKeeper connections closed because their keep-alives stopped reaching the leader, so their clients move to another controller."}),
 	}
-	m.collectors = []prometheus.Collector{m.connections, m.sessions, m.watches, m.requests, m.errors, m.watchEvents, m.refused, m.expirations}
+	m.collectors = []prometheus.Collector{m.connections, m.sessions, m.watches, m.requests, m.errors, m.watchEvents, m.refused, m.expirations, m.stranded}
 	if reg == nil {
 		return m, nil
 	}

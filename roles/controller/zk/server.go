@@ -422,6 +422,7 @@ func (s *Server) unregister(c *conn) {
 			delete(set, c)
 			if len(set) == 0 {
 				delete(s.sessions, sid)
+				s.keep.forget(sid)
 				s.met.sessions.Dec()
 			}
 		}
@@ -445,6 +446,7 @@ func (s *Server) bindSession(c *conn, sid int64) {
 	if set == nil {
 		set = map[*conn]struct{}{}
 		s.sessions[sid] = set
+		s.keep.refreshed(s.b.Now(), sid) // granted or found just now
 		s.met.sessions.Inc()
 	}
 	old := make([]*conn, 0, len(set))

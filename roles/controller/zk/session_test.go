@@ -1,6 +1,7 @@
 package zk
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -207,4 +208,32 @@ func TestConfigAndBounds(t *testing.T) {
 	r3 := openRaw(t, s2.Addr().String())
 	h := r3.call(jute.OpCreateTTL, &jute.CreateTTLRequest{Path: "/t", ACL: openACL, Flags: jute.FlagPersistentWithTTL, TTL: 1000}, nil)
 	require.Equal(t, jute.CodeUnimplemented, h.Err)
+}
+
+// TestStrandedSessionsMove: when keep-alives stop reaching the leader
+// (this controller is cut off), a session's connection is closed once half
+// its timeout passed without a refresh, so its client moves to a
+// controller that reaches the leader before the leader expires it. A
+// short outage (a failover) moves no one.
+func TestStrandedSessionsMove(t *testing.T) {
+	b := newFakeBackend()
+	s := startServer(t, b, Config{})
+	c, ev := connect(t, s.Addr().String())
+	sid := c.SessionID()
+	noLeader := errors.New("no leader")
+	b.proposeErr.Store(&noLeader)
+
+	// A quarter of the 4s timeout without a refresh: the client stays.
+	b.advance(time.Second)
+	calls := b.keepAlives.Load()
+	require.Eventually(t, func() bool { return b.keepAlives.Load() > calls+2 }, 10*time.Second, time.Millisecond)
+	require.Equal(t, gozk.StateHasSession, c.State())
+
+	// Past half of it: the connection is closed and the client reconnects
+	// (here to the same server, the only one), keeping its session.
+	b.advance(1500 * time.Millisecond)
+	waitState(t, ev, gozk.StateDisconnected)
+	b.proposeErr.Store(nil)
+	waitState(t, ev, gozk.StateHasSession)
+	require.Equal(t, sid, c.SessionID())
 }
