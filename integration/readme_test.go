@@ -100,6 +100,16 @@ func TestREADME_RunsAsWritten(t *testing.T) {
 	require.Contains(t, out, "postgres://db:5432")
 	require.Contains(t, out, "corral_raft")
 
+	// The kazoo example, against corral dev's ZooKeeper port as written.
+	i := strings.Index(readme, "### Or keep your ZooKeeper client")
+	require.GreaterOrEqual(t, i, 0, "README.md no longer has its ZooKeeper client example: update TestREADME_RunsAsWritten")
+	py := readme[i:]
+	py = py[strings.Index(py, "```python\n")+len("```python\n"):]
+	py = py[:strings.Index(py, "```")]
+	zkOut, err := exec.Command(needKazoo(t), "-c", py).CombinedOutput()
+	require.NoError(t, err, "the README's kazoo example failed as written:\n%s\n--- output ---\n%s", py, zkOut)
+	require.Contains(t, string(zkOut), "['m1']")
+
 	// The job example, in two parts: a reader waits for the allocations to
 	// run before reading their logs.
 	job := readmeBlock(t, readme, "run a job\n(JSON or YAML")

@@ -57,6 +57,11 @@ var rules = []rule{
 		why: "view is the API's answer shapes and pure builders: state in, JSON shapes out"},
 	{pkg: "roles/controller/zk/jute", deny: []string{"..."},
 		why: "jute is the ZooKeeper wire encoding only: it depends on nothing of ours, so the ZooKeeper server and any client of ours can share it"},
+	{pkg: "roles/controller/zk", deny: []string{"go.etcd.io/raft/...", "raftlog/...", "roles/controller/replica/...",
+		"roles/controller/api/...", "roles/controller/coord/...", "transport/..."},
+		why: "the ZooKeeper server works through the Backend it declares (sessions are leases, writes are proposals), never raft or the controller's parts"},
+	{pkg: "roles/controller/zk/watch", deny: []string{"roles/...", "net/...", "os", "time"},
+		why: "the watch registry is pure: no I/O, no clock; the server feeds it events and sends what it returns"},
 	{pkg: "roles/scheduler/...", deny: []string{"go.etcd.io/raft/...", "raftlog/...", "transport/...", "roles/controller/...",
 		"roles/worker/...", "math/rand", "math/rand/v2", "crypto/rand", "net/...", "os"},
 		why: "the scheduler is pure: state in, plan out; no raft, no network, no randomness inside", codeOnly: true},
@@ -193,7 +198,7 @@ func denied(d, target string, ours bool) bool {
 // isStdPattern reports whether d names a standard-library package.
 func isStdPattern(d string) bool {
 	switch strings.TrimSuffix(d, "/...") {
-	case "os", "net", "math/rand", "math/rand/v2", "crypto/rand":
+	case "os", "net", "time", "math/rand", "math/rand/v2", "crypto/rand":
 		return true
 	}
 	return false

@@ -30,6 +30,9 @@ func TestCheckImport(t *testing.T) {
 		{"roles/controller", "net/http", false, ""},
 		{"roles/controller/zk/jute", module + "/roles/controller/fault", false, "ZooKeeper wire encoding only"},
 		{"roles/controller/zk/jute", "github.com/go-zookeeper/zk", true, ""},
+		{"roles/controller/zk", module + "/roles/controller/replica", false, "works through the Backend it declares"},
+		{"roles/controller/zk", module + "/roles/controller/zk/watch", true, ""},
+		{"roles/controller/zk/watch", "time", false, "the watch registry is pure"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.pkg+"->"+tc.imp, func(t *testing.T) {
