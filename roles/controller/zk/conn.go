@@ -31,6 +31,12 @@ type conn struct {
 	closeOnce sync.Once
 	writerOn  atomic.Bool
 
+	// evMu guards holding and held: watch events kept back while a
+	// request that sets a watch is answered (holdEvents).
+	evMu    sync.Mutex
+	holding bool
+	held    [][]byte
+
 	// Set once by the handshake, read by others after.
 	sid     atomic.Int64
 	timeout time.Duration
@@ -197,9 +203,42 @@ func (c *conn) reply(xid int32, code jute.Code, body jute.Record) {
 func (c *conn) sendEvent(typ jute.EventType, path string) {
 	h := jute.ReplyHeader{Xid: jute.XidNotification, Zxid: -1}
 	ev := jute.WatcherEvent{Type: typ, State: jute.StateSyncConnected, Path: path}
-	if c.send(jute.AppendFrame(nil, &h, &ev)) {
+	frame := jute.AppendFrame(nil, &h, &ev)
+	c.evMu.Lock()
+	defer c.evMu.Unlock()
+	if c.holding {
+		if len(c.held) >= c.srv.cfg.MaxQueuedFrames {
+			go c.close("too many watch events held behind a reply")
+			return
+		}
+		c.held = append(c.held, frame)
+		return
+	}
+	if c.send(frame) {
 		c.srv.met.watchEvents.Inc()
 	}
+}
+
+// holdEvents makes sendEvent keep this connection's events until
+// releaseEvents (see handle: a request that sets a watch).
+func (c *conn) holdEvents() {
+	c.evMu.Lock()
+	c.holding = true
+	c.evMu.Unlock()
+}
+
+// releaseEvents queues the held events, in order, after the reply the
+// request queued, and stops holding.
+func (c *conn) releaseEvents() {
+	c.evMu.Lock()
+	defer c.evMu.Unlock()
+	c.holding = false
+	for _, f := range c.held {
+		if c.send(f) {
+			c.srv.met.watchEvents.Inc()
+		}
+	}
+	c.held = nil
 }
 
 // finish closes the connection once the frames queued so far are

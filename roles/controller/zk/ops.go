@@ -19,6 +19,15 @@ func (c *conn) handle(req jute.Request) error {
 		resp jute.Record
 		err  error
 	)
+	// A request that sets a watch holds this connection's watch events
+	// until its reply is queued: a client registers its watcher when it
+	// reads the reply, and drops an event for a path it does not watch
+	// yet, so an event that overtook the reply would be lost and the
+	// client would wait forever (a lock recipe's wait on its predecessor).
+	if b, ok := req.Body.(*jute.PathWatchRequest); (ok && b.Watch) || h.Type == jute.OpAddWatch {
+		c.holdEvents()
+		defer c.releaseEvents()
+	}
 	switch b := req.Body.(type) {
 	case *jute.Empty:
 		switch h.Type {
