@@ -5,6 +5,8 @@
 #   scripts/cluster.sh stop  [DIR]
 # CORRAL_HTTP_BASE and CORRAL_CLUSTER_BASE move the ports (node i listens
 # on BASE+i), so two clusters can run side by side (scripts/bench-acl.sh).
+# CORRAL_ZK_BASE, when set, serves the ZooKeeper protocol too: node i on
+# 127.0.0.1:BASE+i (--zk-addr; scripts/compare.sh zk).
 # Certificates: DIR/ca (the CA), DIR/tls-N (controller N), DIR/tls (for
 # corral bench).
 set -euo pipefail
@@ -41,9 +43,11 @@ start)
 	issue controller 100 "$dir/tls"
 	for i in 1 2 3; do
 		# CORRAL_FLAGS: extra flags for every controller (e.g. --enable-pprof).
+		zk=()
+		[ -n "${CORRAL_ZK_BASE:-}" ] && zk=(--zk-addr=127.0.0.1:$((CORRAL_ZK_BASE + i)))
 		"$bin" run --role=controller --node-id=$i --data-dir="$dir/data-$i" \
 			--cluster-addr=127.0.0.1:$((cluster_base + i)) --http-addr=127.0.0.1:$((http_base + i)) \
-			--controllers=$peers --tls-dir="$dir/tls-$i" ${CORRAL_FLAGS:-} >"$dir/node-$i.log" 2>&1 &
+			--controllers=$peers --tls-dir="$dir/tls-$i" "${zk[@]}" ${CORRAL_FLAGS:-} >"$dir/node-$i.log" 2>&1 &
 		echo $! >"$dir/node-$i.pid"
 	done
 	for _ in $(seq 1 100); do

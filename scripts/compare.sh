@@ -17,12 +17,23 @@
 # leader killed after 3 s, 5 s more of writes, the node restarted with its
 # own command line and the cluster healthy again before the next trial.
 #   scripts/compare.sh failover [--trials N]   # default: 10 trials
+#
+# With "zk" it puts corral's ZooKeeper port (--zk-addr, 127.0.0.1:2281-2283)
+# beside ZooKeeper, both through go-zookeeper (issue 20, item 5;
+# docs/PERFORMANCE.md "ZooKeeper protocol: corral's --zk-addr beside
+# ZooKeeper 3.8"), etcd not started: create/setData/getData throughput and
+# latency, the systems in turn per round; then SESSIONS sessions with an
+# ephemeral znode each, pinging at a third of a 30 s timeout (ping round
+# trips, RSS and CPU of the nodes, expiry of 100 sessions whose sockets are
+# closed without closeSession).
+#   scripts/compare.sh zk [--rounds N] [--duration D] [--clients "1 16 128"] [--sessions 10000]
 # Needs: apt-get install etcd-server zookeeper (Java comes with it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 usage() {
 	echo "usage: $0 [ROUNDS] [DURATION] [CLIENT COUNTS]" >&2
 	echo "       $0 failover [--trials N]" >&2
+	echo "       $0 zk [--rounds N] [--duration D] [--clients \"1 16 128\"] [--sessions N]" >&2
 	exit 1
 }
 mode=throughput
@@ -42,8 +53,25 @@ fi
 rounds=${1:-3}
 duration=${2:-10s}
 counts=${3:-1 16 128}
+if [ "${1:-}" = zk ]; then
+	mode=zk
+	shift
+	rounds=3 duration=10s counts="1 16 128" sessions=10000
+	while [ $# -gt 0 ]; do
+		[ $# -ge 2 ] || usage
+		case "$1" in
+		--rounds) rounds=$2 ;;
+		--duration) duration=$2 ;;
+		--clients) counts=$2 ;;
+		--sessions) sessions=$2 ;;
+		*) usage ;;
+		esac
+		shift 2
+	done
+	[[ "$rounds" =~ ^[0-9]+$ ]] && [[ "$sessions" =~ ^[0-9]+$ ]] || usage
+fi
 base=${COMPARE_DIR:-/tmp/corral-compare}
-command -v etcd >/dev/null || { echo "etcd not found: apt-get install etcd-server" >&2; exit 1; }
+[ "$mode" = zk ] || command -v etcd >/dev/null || { echo "etcd not found: apt-get install etcd-server" >&2; exit 1; }
 [ -f /usr/share/java/zookeeper.jar ] || { echo "ZooKeeper not found: apt-get install zookeeper" >&2; exit 1; }
 command -v java >/dev/null || { echo "java not found: apt-get install zookeeper (it pulls Java in)" >&2; exit 1; }
 
@@ -75,12 +103,17 @@ trap stop EXIT
 rm -rf "$base"
 mkdir -p "$base"
 
-scripts/cluster.sh start "$base/corral" >/dev/null
+if [ "$mode" = zk ]; then
+	CORRAL_ZK_BASE=2280 scripts/cluster.sh start "$base/corral" >/dev/null
+else
+	scripts/cluster.sh start "$base/corral" >/dev/null
+fi
 ecorral=http://127.0.0.1:8081,http://127.0.0.1:8082,http://127.0.0.1:8083
 
 cluster=""
 for i in 1 2 3; do cluster+="${cluster:+,}e$i=http://127.0.0.1:2380$i"; done
 for i in 1 2 3; do
+	[ "$mode" = zk ] && break
 	etcd --name "e$i" --data-dir "$base/etcd-$i" \
 		--listen-client-urls "http://127.0.0.1:2379$i" --advertise-client-urls "http://127.0.0.1:2379$i" \
 		--listen-peer-urls "http://127.0.0.1:2380$i" --initial-advertise-peer-urls "http://127.0.0.1:2380$i" \
@@ -102,6 +135,7 @@ clientPort=2181$i
 clientPortAddress=127.0.0.1
 admin.enableServer=false
 4lw.commands.whitelist=srvr,ruok
+$([ "$mode" = zk ] && echo "maxClientCnxns=0")
 server.1=127.0.0.1:28881:38881
 server.2=127.0.0.1:28882:38882
 server.3=127.0.0.1:28883:38883
@@ -115,7 +149,11 @@ ezk=127.0.0.1:21811,127.0.0.1:21812,127.0.0.1:21813
 # Wait for each to serve: etcd's health, ZooKeeper's srvr naming a mode.
 for _ in $(seq 1 300); do
 	ok=0
-	etcdctl --endpoints "$eetcd" endpoint health >/dev/null 2>&1 && ok=$((ok + 1))
+	if [ "$mode" = zk ]; then
+		ok=$((ok + 1))
+	else
+		etcdctl --endpoints "$eetcd" endpoint health >/dev/null 2>&1 && ok=$((ok + 1))
+	fi
 	for i in 1 2 3; do
 		{ exec 3<>"/dev/tcp/127.0.0.1/2181$i"; } 2>/dev/null || continue
 		printf srvr >&3
@@ -127,6 +165,13 @@ for _ in $(seq 1 300); do
 done
 [ "$ok" -eq 4 ] || { echo "etcd or ZooKeeper did not start; see $base/*.log" >&2; exit 1; }
 
+if [ "$mode" = zk ]; then
+	echo "# $(date -u +%FT%TZ) $(nproc) cores; ZooKeeper $(dpkg-query -W -f '${Version}' zookeeper) (forceSync on), corral $(git rev-parse --short HEAD) (--zk-addr, fsync on)"
+	bin/compare zk -corral 127.0.0.1:2281,127.0.0.1:2282,127.0.0.1:2283 -zk "$ezk" \
+		-rounds "$rounds" -duration "$duration" -clients "$counts" -sessions "$sessions" -json "$base/zk.json"
+	echo "# every run as JSON: $base/zk.json"
+	exit 0
+fi
 echo "# $(date -u +%FT%TZ) $(nproc) cores; etcd $(etcd --version | head -1 | awk '{print $3}'), ZooKeeper $(dpkg-query -W -f '${Version}' zookeeper), corral $(git rev-parse --short HEAD)"
 if [ "$mode" = failover ]; then
 	# The nodes it kills are this shell's children: without disown, bash

@@ -11,7 +11,11 @@
 //	compare failover -trials 10 -corral URLS -etcd H:P,... -zk H:P,...
 //
 // measures the write gap after kill -9 of each system's leader instead
-// (failover.go).
+// (failover.go), and
+//
+//	compare zk -corral H:P,... -zk H:P,... -clients "1 16 128" -sessions 10000
+//
+// puts corral's ZooKeeper port beside ZooKeeper (zkperf.go).
 // Each client writes keys bench/k<i> in turn (etcd: puts; corral: PUT
 // /v1/kv; ZooKeeper: setData of znodes /bench/k<i> created first), so all
 // three do a replicated, fsynced overwrite of a 256-byte value per op.
@@ -38,6 +42,13 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "failover" {
 		if err := runFailover(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "compare failover:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "zk" {
+		if err := runZKPerf(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "compare zk:", err)
 			os.Exit(1)
 		}
 		return
