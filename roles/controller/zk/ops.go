@@ -93,6 +93,9 @@ func (c *conn) handle(req jute.Request) error {
 		// answered as ZooKeeper answers what it does not implement.
 		code = jute.CodeUnimplemented
 	}
+	if hook := c.srv.beforeReply.Load(); hook != nil {
+		(*hook)(req)
+	}
 	c.reply(h.Xid, code, resp)
 	return nil
 }

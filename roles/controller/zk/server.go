@@ -138,6 +138,10 @@ type Server struct {
 
 	keep      keepAlive
 	reapTicks atomic.Uint64 // reaper passes, led or not (for tests)
+	// beforeReply, set by tests only, runs after a request was handled
+	// and before its reply is queued: the window where a change's watch
+	// event could overtake the reply.
+	beforeReply atomic.Pointer[func(jute.Request)]
 
 	quit   chan struct{}
 	ctx    context.Context // canceled by Close

@@ -1,13 +1,16 @@
 package zk
 
 import (
+	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
 	gozk "github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
 
+	"github.com/corral-dev/corral/metadata"
 	"github.com/corral-dev/corral/roles/controller/zk/jute"
 )
 
@@ -236,4 +239,39 @@ func TestStrandedSessionsMove(t *testing.T) {
 	b.proposeErr.Store(nil)
 	waitState(t, ev, gozk.StateHasSession)
 	require.Equal(t, sid, c.SessionID())
+}
+
+// TestWatchEventNeverOvertakesItsReply: a change applied after a getData
+// with a watch read the node, but before its reply was queued, fires the
+// new watch; its event must come after the reply. Clients register a
+// watcher when they read the reply and drop events for paths they do not
+// watch yet, so an event first is lost and the client waits forever (a
+// lock recipe waiting on its predecessor hung this way).
+func TestWatchEventNeverOvertakesItsReply(t *testing.T) {
+	b := newFakeBackend()
+	s := startServer(t, b, Config{})
+	w, _ := connect(t, s.Addr().String())
+	_, err := w.Create("/x", []byte("1"), 0, gozk.WorldACL(gozk.PermAll))
+	require.NoError(t, err)
+
+	var once sync.Once
+	hook := func(req jute.Request) {
+		if pw, ok := req.Body.(*jute.PathWatchRequest); ok && pw.Watch && pw.Path == "/x" {
+			once.Do(func() {
+				_, err := b.ProposePayload(context.Background(), metadata.OpZNodeDelete, metadata.ZNodeDelete{Path: "/x", Version: -1})
+				require.NoError(t, err)
+			})
+		}
+	}
+	s.beforeReply.Store(&hook)
+
+	r := openRaw(t, s.Addr().String())
+	var resp jute.GetDataResponse
+	h := r.call(jute.OpGetData, &jute.PathWatchRequest{Path: "/x", Watch: true}, &resp)
+	require.Equal(t, jute.CodeOK, h.Err, "the node existed when the request read it")
+	require.Equal(t, "1", string(resp.Data))
+	require.Empty(t, r.events, "a watch event came before the reply of the request that set the watch")
+	ev := r.nextEvent()
+	require.Equal(t, jute.EventNodeDeleted, ev.Type)
+	require.Equal(t, "/x", ev.Path)
 }
