@@ -77,17 +77,22 @@ func TestClientCRUD(t *testing.T) {
 	_, _, err = c.Get("/app/")
 	require.Error(t, err)
 
-	// Container and TTL nodes show their kind in ephemeralOwner.
+	// Container and TTL nodes show ephemeralOwner 0, as ZooKeeper does:
+	// they are no one's ephemerals. The state keeps their kind.
 	_, err = c.CreateContainer("/box", nil, 4, acl)
 	require.NoError(t, err)
 	_, st, err = c.Get("/box")
 	require.NoError(t, err)
-	require.Equal(t, containerOwner, st.EphemeralOwner)
+	require.Zero(t, st.EphemeralOwner)
 	_, err = c.CreateTTL("/ttl", nil, gozk.FlagTTL, acl, time.Minute)
 	require.NoError(t, err)
 	_, st, err = c.Get("/ttl")
 	require.NoError(t, err)
-	require.Equal(t, ttlOwnerMask|60000, st.EphemeralOwner)
+	require.Zero(t, st.EphemeralOwner)
+	box, _ := b.st.ZNode("/box")
+	require.True(t, box.Container)
+	ttl, _ := b.st.ZNode("/ttl")
+	require.Equal(t, int64(60000), ttl.TTLMS)
 
 	stats := s.Stats()
 	require.Equal(t, 1, stats.Connections)

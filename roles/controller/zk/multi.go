@@ -127,8 +127,7 @@ func (c *conn) multiWrite(r *jute.MultiRequest) (jute.Record, error) {
 			mr.Type = jute.OpCreate2
 			mr.Resp = createResponse(o.Type, creates[i], outs[i])
 		case jute.OpSetData:
-			n, _ := c.srv.lookup(outs[i].Path)
-			mr.Resp = &jute.StatResponse{Stat: toStat(outs[i].Stat, n.Container, n.TTLMS)}
+			mr.Resp = &jute.StatResponse{Stat: toStat(outs[i].Stat)}
 		}
 		resp.Results[i] = mr
 	}

@@ -144,11 +144,11 @@ func (c *conn) buildCreate(op jute.Op, path string, data []byte, acl []jute.ACL,
 
 // createResponse is a create's answer: the path for create, the path and
 // Stat for create2, createContainer and createTTL.
-func createResponse(op jute.Op, p *metadata.ZNodeCreate, r metadata.ZNodeResult) jute.Record {
+func createResponse(op jute.Op, _ *metadata.ZNodeCreate, r metadata.ZNodeResult) jute.Record {
 	if op == jute.OpCreate {
 		return &jute.PathResponse{Path: r.Path}
 	}
-	return &jute.Create2Response{Path: r.Path, Stat: toStat(r.Stat, p.Container, p.TTLMS)}
+	return &jute.Create2Response{Path: r.Path, Stat: toStat(r.Stat)}
 }
 
 func (c *conn) create(op jute.Op, path string, data []byte, acl []jute.ACL, flags int32, ttl int64) (jute.Record, error) {
@@ -243,8 +243,7 @@ func (c *conn) setData(r *jute.SetDataRequest) (jute.Record, error) {
 	if !ok {
 		return nil, fmt.Errorf("setData: unexpected result %T", res.Out)
 	}
-	n, _ := c.srv.lookup(r.Path)
-	return &jute.StatResponse{Stat: toStat(out.Stat, n.Container, n.TTLMS)}, nil
+	return &jute.StatResponse{Stat: toStat(out.Stat)}, nil
 }
 
 // setACL needs ADMIN on the node.
@@ -255,8 +254,7 @@ func (c *conn) setACL(r *jute.SetACLRequest) (jute.Record, error) {
 	if underZK(r.Path) {
 		return nil, virtualWrite(r.Path, false)
 	}
-	n, err := c.may(r.Path, jute.PermAdmin)
-	if err != nil {
+	if _, err := c.may(r.Path, jute.PermAdmin); err != nil {
 		return nil, err
 	}
 	acl, err := fixACL(r.ACL, c.authIDs())
@@ -274,7 +272,7 @@ func (c *conn) setACL(r *jute.SetACLRequest) (jute.Record, error) {
 	if !ok {
 		return nil, fmt.Errorf("setACL: unexpected result %T", res.Out)
 	}
-	return &jute.StatResponse{Stat: toStat(out.Stat, n.Container, n.TTLMS)}, nil
+	return &jute.StatResponse{Stat: toStat(out.Stat)}, nil
 }
 
 // closeSession ends the session: its lease is revoked, which deletes its

@@ -96,25 +96,16 @@ func virtualWrite(p string, create bool) error {
 	return jute.CodeBadArguments
 }
 
-// ZooKeeper shows a container's or a TTL node's kind in its
-// ephemeralOwner (EphemeralType): containers as the minimum long, TTL
-// nodes as 0xff in the top byte and the TTL below.
-const (
-	containerOwner = int64(-1 << 63)
-	ttlOwnerMask   = int64(-1 << 56) // 0xff00000000000000
-)
-
-func toStat(st metadata.ZNodeStat, container bool, ttlMS int64) jute.Stat {
-	owner := st.EphemeralOwner
-	switch {
-	case container:
-		owner = containerOwner
-	case ttlMS > 0:
-		owner = ttlOwnerMask | ttlMS
-	}
+// toStat is a znode's Stat as clients see it. Container and TTL nodes
+// show ephemeralOwner 0, as ZooKeeper's DataTree.copyStat does
+// (getClientEphemeralOwner): their kind is kept server-side only, and a
+// client that tests ephemeralOwner != 0 to find ephemeral nodes must not
+// take them for ephemerals (checked against a real ZooKeeper 3.8 by
+// cli/zk_test.go).
+func toStat(st metadata.ZNodeStat) jute.Stat {
 	return jute.Stat{Czxid: st.Czxid, Mzxid: st.Mzxid, Ctime: st.Ctime, Mtime: st.Mtime,
-		Version: st.Version, Cversion: st.Cversion, Aversion: st.Aversion, EphemeralOwner: owner,
+		Version: st.Version, Cversion: st.Cversion, Aversion: st.Aversion, EphemeralOwner: st.EphemeralOwner,
 		DataLength: st.DataLength, NumChildren: st.NumChildren, Pzxid: st.Pzxid}
 }
 
-func nodeStat(n metadata.ZNodeInfo) jute.Stat { return toStat(n.Stat, n.Container, n.TTLMS) }
+func nodeStat(n metadata.ZNodeInfo) jute.Stat { return toStat(n.Stat) }
