@@ -31,6 +31,23 @@ func (c *conn) propose(op metadata.Op, payload any) (metadata.Result, error) {
 	return res, nil
 }
 
+// proposeZNode runs one znode write whose result is a ZNodeResult: a
+// refusal by the state machine comes back as its ZooKeeper code.
+func (c *conn) proposeZNode(what string, op metadata.Op, payload any) (metadata.ZNodeResult, error) {
+	res, err := c.propose(op, payload)
+	if err != nil {
+		return metadata.ZNodeResult{}, err
+	}
+	if res.Err != nil {
+		return metadata.ZNodeResult{}, codeOf(res.Err)
+	}
+	out, ok := res.Out.(metadata.ZNodeResult)
+	if !ok {
+		return metadata.ZNodeResult{}, fmt.Errorf("%s: unexpected result %T", what, res.Out)
+	}
+	return out, nil
+}
+
 // fresh returns the node at p, asking for a linearizable read first when
 // this controller does not have it: another session may have created it
 // a moment ago through another controller.
@@ -156,16 +173,9 @@ func (c *conn) create(op jute.Op, path string, data []byte, acl []jute.ACL, flag
 	if err != nil {
 		return nil, err
 	}
-	res, err := c.propose(metadata.OpZNodeCreate, p)
+	r, err := c.proposeZNode("create", metadata.OpZNodeCreate, p)
 	if err != nil {
 		return nil, err
-	}
-	if res.Err != nil {
-		return nil, codeOf(res.Err)
-	}
-	r, ok := res.Out.(metadata.ZNodeResult)
-	if !ok {
-		return nil, fmt.Errorf("create: unexpected result %T", res.Out)
 	}
 	return createResponse(op, p, r), nil
 }
@@ -232,16 +242,9 @@ func (c *conn) setData(r *jute.SetDataRequest) (jute.Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := c.propose(metadata.OpZNodeSetData, p)
+	out, err := c.proposeZNode("setData", metadata.OpZNodeSetData, p)
 	if err != nil {
 		return nil, err
-	}
-	if res.Err != nil {
-		return nil, codeOf(res.Err)
-	}
-	out, ok := res.Out.(metadata.ZNodeResult)
-	if !ok {
-		return nil, fmt.Errorf("setData: unexpected result %T", res.Out)
 	}
 	return &jute.StatResponse{Stat: toStat(out.Stat)}, nil
 }
@@ -261,16 +264,9 @@ func (c *conn) setACL(r *jute.SetACLRequest) (jute.Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := c.propose(metadata.OpZNodeSetACL, metadata.ZNodeSetACL{Path: r.Path, ACL: acl, Version: r.Version})
+	out, err := c.proposeZNode("setACL", metadata.OpZNodeSetACL, metadata.ZNodeSetACL{Path: r.Path, ACL: acl, Version: r.Version})
 	if err != nil {
 		return nil, err
-	}
-	if res.Err != nil {
-		return nil, codeOf(res.Err)
-	}
-	out, ok := res.Out.(metadata.ZNodeResult)
-	if !ok {
-		return nil, fmt.Errorf("setACL: unexpected result %T", res.Out)
 	}
 	return &jute.StatResponse{Stat: toStat(out.Stat)}, nil
 }
