@@ -54,8 +54,13 @@ type extState struct {
 	ACLPolicies     map[string]*ACLPolicy `json:"acl_policies,omitempty"`
 	ACLTokens       map[string]*ACLToken  `json:"acl_tokens,omitempty"`
 	// ZNodes is the ZooKeeper znode tree by path (znode.go); the root is
-	// stored once something changed it.
-	ZNodes map[string]*ZNode `json:"znodes,omitempty"`
+	// stored once something changed it. It has its own binary snapshot
+	// section (znode_snapshot.go).
+	ZNodes map[string]*ZNode `json:"-"`
+	// LegacyZNodes is where snapshots written before the znode section
+	// kept the tree; decodeExt moves it to ZNodes and encode never writes
+	// it.
+	LegacyZNodes map[string]*ZNode `json:"znodes,omitempty"`
 
 	// leasesBy counts live leases per creator (coord.go); derived from
 	// Leases and never serialised.
@@ -89,6 +94,7 @@ func decodeExt(p []byte) (extState, error) {
 	if err := json.Unmarshal(p, &e); err != nil {
 		return extState{}, corrupt("ext section: %v", err)
 	}
+	e.ZNodes, e.LegacyZNodes = e.LegacyZNodes, nil
 	if err := e.checkCoord(); err != nil {
 		return extState{}, err
 	}
@@ -113,10 +119,16 @@ func decodeExt(p []byte) (extState, error) {
 	return e, nil
 }
 
-// clone deep-copies e through its encoding, so a snapshot taken under the
-// lock is not changed by later applies.
+// clone deep-copies e through its encodings (tests use it to rebuild the
+// derived indexes from scratch).
 func (e *extState) clone() extState {
 	c, err := decodeExt(e.encode())
+	if err == nil && len(e.ZNodes) > 0 {
+		c.ZNodes, err = decodeZNodes(encodeZNodes(e.ZNodes))
+		if err == nil {
+			err = c.checkZNodes()
+		}
+	}
 	if err != nil {
 		panic(fmt.Sprintf("metadata: clone ext state: %v", err))
 	}

@@ -38,32 +38,66 @@ const (
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Snapshot serialises the state. Equal states (same applied index,
-// revision, cluster id and KVs) produce identical bytes. Only a cheap
-// copy-on-write clone is taken under the lock, so Apply and readers are not
-// blocked while a large state is encoded.
+// revision, cluster id and KVs) produce identical bytes. It is Cut
+// followed by Encode.
 func (s *State) Snapshot() ([]byte, error) {
-	// Clone mutates the tree's copy-on-write bookkeeping, so it needs the
-	// exclusive lock even though it is logically a read.
-	s.mu.Lock()
-	applied, rev, cid := s.applied, s.revision, s.clusterID
-	tree := s.kvs.Clone()
-	var ext []byte
-	if b := s.ext.encode(); string(b) != "{}" {
-		ext = b
-	}
-	s.extBytes = int64(len(ext)) // size.go: re-anchor the estimate
-	s.mu.Unlock()
-	return encodeSnapshot(applied, rev, cid, tree, ext), nil
+	return s.Cut().Encode(), nil
 }
 
-func encodeSnapshot(applied uint64, rev int64, cid string, tree *btree.BTreeG[item], ext []byte) []byte {
+// SnapshotCut is the state at one applied index, copied cheaply so that it
+// can be encoded while Apply goes on: the KV tree is a copy-on-write clone,
+// the znode map a shallow copy (nodes are never changed in place), and only
+// the small JSON ext section is encoded under the lock.
+type SnapshotCut struct {
+	s          *State
+	applied    uint64
+	rev        int64
+	cid        string
+	tree       *btree.BTreeG[item]
+	ext        []byte
+	znodes     map[string]*ZNode
+	bytesAtCut int64
+}
+
+// Cut copies the state under its lock. It takes the exclusive lock: the
+// tree's Clone changes its copy-on-write bookkeeping.
+func (s *State) Cut() *SnapshotCut {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := &SnapshotCut{s: s, applied: s.applied, rev: s.revision, cid: s.clusterID,
+		tree: s.kvs.Clone(), znodes: cloneZNodes(s.ext.ZNodes), bytesAtCut: s.extBytes}
+	if b := s.ext.encode(); string(b) != "{}" {
+		c.ext = b
+	}
+	return c
+}
+
+// Index is the applied index the cut was taken at.
+func (c *SnapshotCut) Index() uint64 { return c.applied }
+
+// Encode serialises the cut without holding the state's lock, and
+// re-anchors the state's size estimate (size.go) on what it wrote, keeping
+// what Apply added since the cut. Call it once.
+func (c *SnapshotCut) Encode() []byte {
+	var zn []byte
+	if len(c.znodes) > 0 {
+		zn = encodeZNodes(c.znodes)
+	}
+	out := encodeSnapshot(c.applied, c.rev, c.cid, c.tree, c.ext, zn)
+	c.s.mu.Lock()
+	c.s.extBytes += int64(len(c.ext)+len(zn)) - c.bytesAtCut
+	c.s.mu.Unlock()
+	return out
+}
+
+func encodeSnapshot(applied uint64, rev int64, cid string, tree *btree.BTreeG[item], ext, znodes []byte) []byte {
 	metaLen := uvarintLen(applied) + uvarintLen(uint64(rev)) + uvarintLen(uint64(len(cid))) + len(cid)
 	kvLen := uvarintLen(uint64(tree.Len()))
 	tree.Ascend(func(it item) bool {
 		kvLen += kvRecordLen(it)
 		return true
 	})
-	b := make([]byte, 0, snapHeaderLen+3*sectionHeaderLen+metaLen+kvLen+len(ext)+snapTrailerLen)
+	b := make([]byte, 0, snapHeaderLen+4*sectionHeaderLen+metaLen+kvLen+len(ext)+len(znodes)+snapTrailerLen)
 	b = append(b, snapshotMagic...)
 	b = append(b, SnapshotFormatV1)
 
@@ -85,6 +119,10 @@ func encodeSnapshot(applied uint64, rev int64, cid string, tree *btree.BTreeG[it
 	if len(ext) > 0 {
 		b = appendSectionHeader(b, sectionExt, len(ext))
 		b = append(b, ext...)
+	}
+	if len(znodes) > 0 {
+		b = appendSectionHeader(b, sectionZNodes, len(znodes))
+		b = append(b, znodes...)
 	}
 	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
 }
@@ -178,6 +216,17 @@ func decodeSnapshot(data []byte) (*State, error) {
 			s.ext, err = decodeExt(payload)
 			s.extBytes = int64(len(payload))
 			s.rebuildACL()
+		case sectionZNodes:
+			if !seen[1] {
+				return nil, corrupt("znode section before kv section")
+			}
+			if len(s.ext.ZNodes) > 0 {
+				return nil, corrupt("znodes in both the ext and the znode section")
+			}
+			if s.ext.ZNodes, err = decodeZNodes(payload); err == nil {
+				err = s.ext.checkZNodes()
+			}
+			s.extBytes += int64(len(payload))
 		default:
 			if tag&SectionIgnorableFlag == 0 {
 				return nil, fmt.Errorf("%w: unknown required snapshot section %d (written by a newer corral)", ErrUnsupportedVersion, base)

@@ -211,6 +211,7 @@ func FuzzRestore(f *testing.F) {
 	empty, _ := New().Snapshot()
 	f.Add(snap, false)
 	f.Add(empty, false)
+	f.Add(mustSnapshot(f, zsample(f).s), false)
 	f.Add(snap[:len(snap)/2], true)
 	f.Add(rawSnapshot(section(sectionMeta, 0, 0, 0), section(sectionKV, 0), section(SectionIgnorableFlag|7, 1)), false)
 	f.Fuzz(func(t *testing.T, data []byte, recomputeCRC bool) {

@@ -316,7 +316,7 @@ func TestZNodeSnapshotRoundTrip(t *testing.T) {
 	} {
 		c := a.s.ext.clone()
 		bad(&c)
-		_, err := decodeExt(c.encode())
+		_, err := Restore(encodeSnapshot(a.s.applied, a.s.revision, "", newTree(), c.encode(), encodeZNodes(c.ZNodes)))
 		require.ErrorIs(t, err, ErrCorruptSnapshot)
 	}
 }
