@@ -146,6 +146,10 @@ type Config struct {
 	// committed entries is applied. It exists for tests, which block it to
 	// stand for a slow apply path; production leaves it nil.
 	ApplyHook func()
+	// SnapshotHook, when set, runs where a snapshot is written, off the
+	// raft loop, before the encoding. Tests block it to show that the loop
+	// goes on meanwhile; production leaves it nil.
+	SnapshotHook func()
 }
 
 // Defaults fills unset fields with their documented defaults.

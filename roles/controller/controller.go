@@ -90,6 +90,7 @@ func Start(cfg Config) (*Controller, error) {
 			JobsChanged:       c.jobsChanged,
 			LeadershipChanged: c.leadershipChanged,
 			BeforeApply:       cfg.ApplyHook,
+			SnapshotWriting:   cfg.SnapshotHook,
 		},
 	})
 	if err != nil {

@@ -3,6 +3,8 @@ package controller
 import (
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -105,9 +107,11 @@ func TestController_LaggingFollowerCatchesUpFromSnapshot(t *testing.T) {
 		_, err := mc.put(lead, fmt.Sprintf("s%03d", i), "v")
 		require.NoError(t, err)
 	}
-	first, err := mc.node(lead).r.FirstIndex()
-	require.NoError(t, err)
-	require.Greater(t, first, uint64(50), "leader did not compact its log")
+	// Snapshots are written off the raft loop: the compaction follows.
+	require.Eventually(t, func() bool {
+		first, err := mc.node(lead).r.FirstIndex()
+		return err == nil && first > 50
+	}, 10*time.Second, 10*time.Millisecond, "leader did not compact its log")
 	mc.start(lagger)
 	require.Eventually(t, func() bool {
 		_, ok := mc.node(lagger).State().Get("s149")
@@ -132,6 +136,44 @@ func TestController_RestartKeepsState(t *testing.T) {
 	lead = mc.waitLeader(mc.ids()...)
 	require.NoError(t, mc.node(lead).r.LinearizableRead(context.Background()))
 	require.Equal(t, 60, countPrefix(mc.node(lead), "r"))
+}
+
+// A snapshot being written does not hold up the raft loop: with the
+// snapshot goroutine blocked, writes still commit, and the log is compacted
+// once it is released.
+func TestController_SnapshotOffTheRaftLoop(t *testing.T) {
+	release := make(chan struct{})
+	var blocked atomic.Int32
+	mc := newMemCluster(t, 3, func(c *Config) {
+		c.SnapshotEvery, c.SnapshotCatchUp = 20, 5
+		c.SnapshotHook = func() {
+			blocked.Add(1)
+			<-release
+		}
+	})
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(unblock) // runs before the cluster's cleanup, which waits for the snapshots
+	lead := mc.waitLeader(mc.ids()...)
+	for i := 0; ; i++ {
+		_, err := mc.put(lead, fmt.Sprintf("b%03d", i), "v")
+		require.NoError(t, err)
+		if blocked.Load() == 3 && i >= 60 {
+			break // every member's snapshot is stuck; writes went on
+		}
+		require.Less(t, i, 500, "no snapshot started")
+	}
+	first, err := mc.node(lead).r.FirstIndex()
+	require.NoError(t, err)
+	require.LessOrEqual(t, first, uint64(5), "compacted before the snapshot was written")
+	unblock()
+	require.Eventually(t, func() bool {
+		first, err := mc.node(lead).r.FirstIndex()
+		return err == nil && first > 10
+	}, 10*time.Second, 10*time.Millisecond, "log not compacted after the snapshot was written")
+	require.Eventually(t, func() bool {
+		return countPrefix(mc.node(lead), "b") == countPrefix(mc.node(mc.others(lead)[0]), "b")
+	}, 10*time.Second, 10*time.Millisecond)
 }
 
 func countPrefix(c *Controller, prefix string) int { return len(c.State().Range(prefix, 0)) }

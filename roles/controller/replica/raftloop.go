@@ -18,6 +18,7 @@ import (
 // the raft docs: persist, send, apply, advance.
 func (c *Replica) run() {
 	defer close(c.done)
+	defer c.snapWG.Wait() // a snapshot being written uses the store, closed after done
 	ticker := time.NewTicker(c.cfg.TickInterval)
 	defer ticker.Stop()
 	for {
@@ -26,6 +27,15 @@ func (c *Replica) run() {
 			c.node.Tick()
 		case rd := <-c.node.Ready():
 			if err := c.handleReady(rd); err != nil {
+				c.log.Error("raft loop stopped", "err", err)
+				select {
+				case c.failed <- err:
+				default:
+				}
+				return
+			}
+		case r := <-c.snapDone:
+			if err := c.snapshotDone(r); err != nil {
 				c.log.Error("raft loop stopped", "err", err)
 				select {
 				case c.failed <- err:
@@ -77,9 +87,7 @@ func (c *Replica) handleReady(rd raft.Ready) error {
 	if err := c.applyEntries(rd.CommittedEntries); err != nil {
 		return err
 	}
-	if err := c.maybeSnapshot(); err != nil {
-		return err
-	}
+	c.maybeSnapshot()
 	c.node.Advance()
 	return nil
 }
@@ -279,40 +287,6 @@ func (c *Replica) syncPeers(cs *pb.ConfState) {
 			c.tr.RemovePeer(id)
 		}
 	}
-}
-
-// maybeSnapshot snapshots the state machine every SnapshotEvery entries and
-// compacts the log behind it, keeping SnapshotCatchUp entries for followers.
-func (c *Replica) maybeSnapshot() error {
-	st := c.state.Load()
-	applied := st.AppliedIndex()
-	if applied < c.snapIndex+c.cfg.SnapshotEvery {
-		return nil
-	}
-	data, err := st.Snapshot()
-	if err != nil {
-		return fmt.Errorf("snapshot state machine at %d: %w", applied, err)
-	}
-	if _, err := c.store.CreateSnapshot(applied, c.currentConfState(), data); err != nil {
-		return fmt.Errorf("save snapshot at %d: %w", applied, err)
-	}
-	c.snapIndex = applied
-	c.met.snapshots.Inc()
-	c.met.snapshotSize.Set(float64(len(data)))
-	if applied > c.cfg.SnapshotCatchUp {
-		compact := applied - c.cfg.SnapshotCatchUp
-		first, err := c.store.FirstIndex()
-		if err != nil {
-			return fmt.Errorf("read first log index: %w", err)
-		}
-		if compact > first {
-			if err := c.store.Compact(compact); err != nil && err != raft.ErrCompacted {
-				return fmt.Errorf("compact raft log to %d: %w", compact, err)
-			}
-		}
-	}
-	c.log.Info("took snapshot", "index", applied, "bytes", len(data))
-	return nil
 }
 
 // Process implements transport.Handler.

@@ -83,6 +83,9 @@ type Hooks struct {
 	// BeforeApply, when set, runs before every batch of committed entries
 	// is applied (tests block it to stand for a slow apply path).
 	BeforeApply func()
+	// SnapshotWriting, when set, runs in the snapshot goroutine before it
+	// encodes a cut (tests block it to show the loop goes on meanwhile).
+	SnapshotWriting func()
 }
 
 // Replica is one member of the metadata quorum. One goroutine (run) owns
@@ -117,7 +120,10 @@ type Replica struct {
 	confMu    sync.RWMutex
 	confState *pb.ConfState
 	snapIndex uint64 // loop-owned: index of the latest local snapshot
-	joining   bool   // empty data dir joining a running cluster via --join
+	snapBusy  bool   // loop-owned: a snapshot is being written (snapshot.go)
+	snapDone  chan snapResult
+	snapWG    sync.WaitGroup
+	joining   bool // empty data dir joining a running cluster via --join
 
 	leaders  leaderHistory    // leader changes of the last hour (dashboard)
 	fwdProps chan *pb.Message // proposals forwarded by followers (forward.go)
@@ -143,6 +149,7 @@ func Open(cfg Config) (*Replica, error) {
 		stopc:    make(chan struct{}),
 		done:     make(chan struct{}),
 		failed:   make(chan error, 1),
+		snapDone: make(chan snapResult, 1),
 		fwdProps: make(chan *pb.Message, forwardedProposalQueue),
 	}
 	c.clusterID.Store("")

@@ -1,0 +1,97 @@
+package replica
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/corral-dev/corral/metadata"
+)
+
+// Snapshots are written off the raft loop. Encoding a large state took
+// longer than an election timeout (60,000 znodes: up to a second under
+// load), and a leader that stops ticking and sending for that long is
+// deposed. The loop only takes a cut (a copy-on-write copy of the state
+// at the applied index, with the ConfState of that index), and one
+// goroutine encodes it, saves it synced and compacts the log, as etcd's
+// apply loop hands its snapshot to a goroutine.
+
+// snapResult is what a background snapshot reports to the loop.
+type snapResult struct {
+	index uint64
+	bytes int
+	took  time.Duration
+	stale bool // a leader's newer snapshot was installed meanwhile
+	err   error
+}
+
+// maybeSnapshot starts a snapshot every SnapshotEvery applied entries,
+// unless one is still being written. It runs on the loop.
+func (c *Replica) maybeSnapshot() {
+	if c.snapBusy {
+		return
+	}
+	st := c.state.Load()
+	if st.AppliedIndex() < c.snapIndex+c.cfg.SnapshotEvery {
+		return
+	}
+	start := time.Now()
+	cut := st.Cut()
+	cs := proto.Clone(c.currentConfState()).(*pb.ConfState)
+	c.met.snapshotDuration.WithLabelValues("cut").Observe(time.Since(start).Seconds())
+	c.snapBusy = true
+	c.snapWG.Go(func() { c.snapDone <- c.writeSnapshot(cut, cs, start) })
+}
+
+// writeSnapshot encodes and saves cut, then compacts the log behind it,
+// keeping SnapshotCatchUp entries for followers. The store serialises it
+// with the loop's writes.
+func (c *Replica) writeSnapshot(cut *metadata.SnapshotCut, cs *pb.ConfState, start time.Time) snapResult {
+	if h := c.cfg.Hooks.SnapshotWriting; h != nil {
+		h()
+	}
+	idx := cut.Index()
+	data := cut.Encode()
+	if _, err := c.store.CreateSnapshot(idx, cs, data); err != nil {
+		if errors.Is(err, raft.ErrSnapOutOfDate) {
+			return snapResult{index: idx, stale: true}
+		}
+		return snapResult{err: fmt.Errorf("save snapshot at %d: %w", idx, err)}
+	}
+	if idx > c.cfg.SnapshotCatchUp {
+		compact := idx - c.cfg.SnapshotCatchUp
+		first, err := c.store.FirstIndex()
+		if err != nil {
+			return snapResult{err: fmt.Errorf("read first log index: %w", err)}
+		}
+		if compact > first {
+			if err := c.store.Compact(compact); err != nil && !errors.Is(err, raft.ErrCompacted) {
+				return snapResult{err: fmt.Errorf("compact raft log to %d: %w", compact, err)}
+			}
+		}
+	}
+	return snapResult{index: idx, bytes: len(data), took: time.Since(start)}
+}
+
+// snapshotDone records a finished snapshot on the loop. A store error
+// stops the loop, as a failed Save does.
+func (c *Replica) snapshotDone(r snapResult) error {
+	c.snapBusy = false
+	switch {
+	case r.err != nil:
+		return r.err
+	case r.stale:
+		c.log.Info("dropped a snapshot overtaken by the leader's", "index", r.index, "installed", c.snapIndex)
+		return nil
+	}
+	c.snapIndex = max(c.snapIndex, r.index)
+	c.met.snapshots.Inc()
+	c.met.snapshotSize.Set(float64(r.bytes))
+	c.met.snapshotDuration.WithLabelValues("write").Observe(r.took.Seconds())
+	c.log.Info("took snapshot", "index", r.index, "bytes", r.bytes, "took", r.took)
+	return nil
+}
