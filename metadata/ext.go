@@ -74,9 +74,9 @@ type extState struct {
 	// derived from ZNodes and never serialised.
 	ephemerals map[int64]map[string]struct{}
 	// zkids are the sorted child names of each znode that has children
-	// (znode.go), so getChildren is a copy, not a scan; derived from
+	// (znode_kids.go), so getChildren is a walk, not a scan; derived from
 	// ZNodes and never serialised.
-	zkids map[string][]string
+	zkids map[string]kidSet
 }
 
 func (e *extState) encode() []byte {

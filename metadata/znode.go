@@ -264,7 +264,7 @@ func (s *State) ZNode(path string) (ZNodeInfo, bool) {
 		return ZNodeInfo{}, false
 	}
 	return ZNodeInfo{Path: path, Data: cloneZData(n.Data), ACL: append([]ZNodeACL(nil), n.ACL...),
-		TTLMS: n.TTLMS, Container: n.Container, Stat: n.stat(len(s.ext.zkids[path]))}, true
+		TTLMS: n.TTLMS, Container: n.Container, Stat: n.stat(s.ext.zkids[path].len())}, true
 }
 
 // Children returns the child names of path, sorted; ok is false when
@@ -276,7 +276,7 @@ func (s *State) Children(path string) (names []string, ok bool) {
 	if n == nil {
 		return nil, false
 	}
-	return append([]string(nil), s.ext.zkids[path]...), true
+	return s.ext.zkids[path].names(), true
 }
 
 // AllChildrenNumber returns the number of descendants of path (not path
@@ -293,10 +293,9 @@ func (s *State) AllChildrenNumber(path string) int {
 	}
 	var count func(p string) int
 	count = func(p string) int {
-		c := len(s.ext.zkids[p])
-		for _, k := range s.ext.zkids[p] {
-			c += count(p + "/" + k)
-		}
+		kids := s.ext.zkids[p]
+		c := kids.len()
+		kids.each(func(k string) { c += count(p + "/" + k) })
 		return c
 	}
 	return count(path)
@@ -338,8 +337,7 @@ func (e *extState) checkZNodes() error {
 	if r := e.ZNodes["/"]; len(paths) > 0 && (r == nil || r.EphemeralOwner != 0 || r.TTLMS != 0 || r.Container) {
 		return corrupt("znodes without a persistent root")
 	}
-	// Siblings share the prefix parent+"/", so in a byte-wise sort of
-	// full paths they come in name order: every child list ends sorted.
+	// Sorted, so that a parent is checked before its children.
 	sort.Strings(paths)
 	for _, p := range paths {
 		if p == "/" {
@@ -351,10 +349,7 @@ func (e *extState) checkZNodes() error {
 		if pn == nil || pn.EphemeralOwner != 0 {
 			return corrupt("znode %q has no parent or an ephemeral one", p)
 		}
-		if e.zkids == nil {
-			e.zkids = map[string][]string{}
-		}
-		e.zkids[parent] = append(e.zkids[parent], name)
+		e.addKid(parent, name)
 		if n.EphemeralOwner != 0 {
 			e.addEphemeral(n.EphemeralOwner, p)
 		}

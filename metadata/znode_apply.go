@@ -121,31 +121,17 @@ func (s *State) zput(p string, n *ZNode, undo *[]znodeUndo) {
 	}
 }
 
-// zkid adds name to (or removes it from) parent's sorted child list,
-// journalling the change when undo is non-nil. A sorted slice keeps
-// getChildren a copy; an insert moves the tail, which is cheap next to
-// the raft round trip even for 100,000 siblings.
+// zkid adds name to (or removes it from) parent's child set, journalling
+// the change when undo is non-nil.
 func (s *State) zkid(parent, name string, add bool, undo *[]znodeUndo) {
 	if undo != nil {
 		*undo = append(*undo, znodeUndo{path: parent, kid: name, added: add})
 	}
-	kids := s.ext.zkids[parent]
 	if add {
-		if s.ext.zkids == nil {
-			s.ext.zkids = map[string][]string{}
-		}
-		s.ext.zkids[parent] = insertSorted(kids, name)
-		return
+		s.ext.addKid(parent, name)
+	} else {
+		s.ext.removeKid(parent, name)
 	}
-	i := sort.SearchStrings(kids, name)
-	if i < len(kids) && kids[i] == name {
-		kids = append(kids[:i], kids[i+1:]...)
-	}
-	if len(kids) == 0 {
-		delete(s.ext.zkids, parent)
-		return
-	}
-	s.ext.zkids[parent] = kids
 }
 
 func (s *State) zrollback(undo []znodeUndo) {
@@ -247,7 +233,7 @@ func (s *State) zdelete(d *ZNodeDelete, undo *[]znodeUndo) (ZNodeResult, error) 
 	if err := checkZVersion(d.Path, d.Version, n.Version); err != nil {
 		return ZNodeResult{}, fmt.Errorf("delete: %w", err)
 	}
-	if k := len(s.ext.zkids[d.Path]); k > 0 {
+	if k := s.ext.zkids[d.Path].len(); k > 0 {
 		return ZNodeResult{}, fmt.Errorf("delete %s: %w (%d)", d.Path, ErrZNodeNotEmpty, k)
 	}
 	// As ZooKeeper's DataTree.deleteNode: the parent's pzxid moves, its
@@ -283,7 +269,7 @@ func (s *State) zsetData(d *ZNodeSetData, undo *[]znodeUndo) (ZNodeResult, error
 	c.Mtime = d.AtMS
 	s.zput(d.Path, c, undo)
 	s.extBytes += int64(len(c.Data))
-	return ZNodeResult{Path: d.Path, Stat: c.stat(len(s.ext.zkids[d.Path]))}, nil
+	return ZNodeResult{Path: d.Path, Stat: c.stat(s.ext.zkids[d.Path].len())}, nil
 }
 
 func (s *State) zcheck(d *ZNodeCheck) (ZNodeResult, error) {
@@ -297,7 +283,7 @@ func (s *State) zcheck(d *ZNodeCheck) (ZNodeResult, error) {
 	if err := checkZVersion(d.Path, d.Version, n.Version); err != nil {
 		return ZNodeResult{}, fmt.Errorf("check: %w", err)
 	}
-	return ZNodeResult{Path: d.Path, Stat: n.stat(len(s.ext.zkids[d.Path]))}, nil
+	return ZNodeResult{Path: d.Path, Stat: n.stat(s.ext.zkids[d.Path].len())}, nil
 }
 
 func (s *State) zresult(r ZNodeResult, err error, ev ZNodeEventType) Result {
@@ -363,7 +349,7 @@ func (s *State) applyZNodeSetACL(c *Command) Result {
 	nc.ACL = append([]ZNodeACL(nil), p.ACL...)
 	nc.Aversion++
 	s.zput(p.Path, nc, nil)
-	return s.zresult(ZNodeResult{Path: p.Path, Stat: nc.stat(len(s.ext.zkids[p.Path]))}, nil, 0)
+	return s.zresult(ZNodeResult{Path: p.Path, Stat: nc.stat(s.ext.zkids[p.Path].len())}, nil, 0)
 }
 
 func (s *State) applyZNodeMulti(c *Command) Result {

@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"maps"
-	"sort"
+	"slices"
 )
 
 // sectionZNodes holds the znode tree in binary (docs/ENCODING.md). It is
@@ -34,16 +34,22 @@ func sortedZNodePaths(nodes map[string]*ZNode) []string {
 	for p := range nodes {
 		paths = append(paths, p)
 	}
-	sort.Strings(paths)
+	slices.Sort(paths)
 	return paths
 }
 
 // encodeZNodes writes nodes in path order, so equal trees give equal
 // bytes. nodes is a copy of the state's map; the nodes themselves are
-// never changed once stored.
+// never changed once stored. The output is sized first: growing it by
+// appends copied the whole section several times over.
 func encodeZNodes(nodes map[string]*ZNode) []byte {
 	paths := sortedZNodePaths(nodes)
-	b := binary.AppendUvarint(nil, uint64(len(paths)))
+	size := uvarintLen(uint64(len(paths)))
+	for _, p := range paths {
+		size += znodeRecordLen(p, nodes[p])
+	}
+	b := make([]byte, 0, size)
+	b = binary.AppendUvarint(b, uint64(len(paths)))
 	for _, p := range paths {
 		n := nodes[p]
 		b = appendLenString(b, p)
@@ -62,12 +68,38 @@ func encodeZNodes(nodes map[string]*ZNode) []byte {
 			b = appendLenString(b, a.ID)
 			b = binary.AppendVarint(b, int64(a.Perms))
 		}
-		for _, v := range [...]int64{n.EphemeralOwner, n.TTLMS, n.Czxid, n.Mzxid, n.Pzxid,
-			n.Ctime, n.Mtime, int64(n.Version), int64(n.Cversion), int64(n.Aversion)} {
+		for _, v := range n.ints() {
 			b = binary.AppendVarint(b, v)
 		}
 	}
 	return b
+}
+
+// ints are a record's integer fields in their order.
+func (n *ZNode) ints() [10]int64 {
+	return [...]int64{n.EphemeralOwner, n.TTLMS, n.Czxid, n.Mzxid, n.Pzxid,
+		n.Ctime, n.Mtime, int64(n.Version), int64(n.Cversion), int64(n.Aversion)}
+}
+
+func znodeRecordLen(p string, n *ZNode) int {
+	l := uvarintLen(uint64(len(p))) + len(p) + 1 + uvarintLen(uint64(len(n.Data))) + len(n.Data) +
+		uvarintLen(uint64(len(n.ACL)))
+	for _, a := range n.ACL {
+		l += uvarintLen(uint64(len(a.Scheme))) + len(a.Scheme) + uvarintLen(uint64(len(a.ID))) + len(a.ID) + varintLen(int64(a.Perms))
+	}
+	for _, v := range n.ints() {
+		l += varintLen(v)
+	}
+	return l
+}
+
+// varintLen is the length of binary.AppendVarint(nil, v).
+func varintLen(v int64) int {
+	ux := uint64(v) << 1
+	if v < 0 {
+		ux = ^ux
+	}
+	return uvarintLen(ux)
 }
 
 // decodeZNodes reads a znode section into a fresh map. Like the KV

@@ -164,3 +164,18 @@ func BenchmarkSnapshotEncodeZK(b *testing.B) {
 		_ = s.Cut().Encode()
 	}
 }
+
+// The sizing pass must match the encoding exactly, negative integers
+// included, or encodeZNodes reallocates (or the length check below
+// catches a miscount).
+func TestZNodeRecordLen(t *testing.T) {
+	nodes := zsample(t).s.ext.ZNodes
+	nodes["/neg"] = &ZNode{ACL: []ZNodeACL{{Scheme: "x", ID: "y", Perms: -1}}, Czxid: -5, Version: -1, Cversion: 1 << 30}
+	want := uvarintLen(uint64(len(nodes)))
+	for p, n := range nodes {
+		want += znodeRecordLen(p, n)
+	}
+	enc := encodeZNodes(nodes)
+	require.Equal(t, want, len(enc))
+	require.Equal(t, len(enc), cap(enc))
+}
