@@ -68,7 +68,7 @@ func runCommand() *cli.Command {
 			&cli.BoolFlag{Name: "enable-pprof", EnvVars: envVars("enable-pprof"),
 				Usage: "serve Go runtime profiles under /debug/pprof/ on the API (behind the token)"},
 			&cli.Uint64Flag{Name: "snapshot-every", Value: 10000, EnvVars: envVars("snapshot-every"),
-				Usage: "applied entries between state-machine snapshots"},
+				Usage: "applied entries before a state-machine snapshot (plus a random delay of up to half; a large state also waits for the log to hold half its size, up to 10x this; docs/OPERATIONS.md \"Snapshots\")"},
 			&cli.Int64Flag{Name: "quota-bytes", Value: 2 << 30, EnvVars: envVars("quota-bytes"),
 				Usage: "storage quota in bytes (as etcd's --quota-backend-bytes): past it, writes that add data get 507 no_space; reads and deletes work (docs/OPERATIONS.md)"},
 			&cli.IntFlag{Name: "max-leases", Value: 100000, EnvVars: envVars("max-leases"),

@@ -162,6 +162,7 @@ func (c *Replica) installSnapshot(snap *pb.Snapshot) error {
 		h(st)
 	}
 	c.snapIndex = idx
+	c.snapBytes, c.logBytes = uint64(len(snap.GetData())), 0
 	c.setConfState(snap.GetMetadata().GetConfState())
 	c.syncPeers(snap.GetMetadata().GetConfState())
 	c.applied.set(idx)
@@ -190,6 +191,7 @@ func (c *Replica) applyEntries(ents []*pb.Entry) error {
 		if idx <= st.AppliedIndex() {
 			continue // already inside the state we restored
 		}
+		c.logBytes += uint64(len(e.GetData()))
 		switch e.GetType() {
 		case pb.EntryType_EntryNormal:
 			id, res := st.Apply(idx, e.GetData())

@@ -121,9 +121,14 @@ type Replica struct {
 	confState *pb.ConfState
 	snapIndex uint64 // loop-owned: index of the latest local snapshot
 	snapBusy  bool   // loop-owned: a snapshot is being written (snapshot.go)
-	snapDone  chan snapResult
-	snapWG    sync.WaitGroup
-	joining   bool // empty data dir joining a running cluster via --join
+	snapBytes uint64 // loop-owned: size of the latest snapshot
+	logBytes  uint64 // loop-owned: entry data applied since the latest snapshot began
+	// snapJitter is this member's random delay before its next snapshot
+	// (loop-owned; snapshot.go).
+	snapJitter uint64
+	snapDone   chan snapResult
+	snapWG     sync.WaitGroup
+	joining    bool // empty data dir joining a running cluster via --join
 
 	leaders  leaderHistory    // leader changes of the last hour (dashboard)
 	fwdProps chan *pb.Message // proposals forwarded by followers (forward.go)
@@ -336,6 +341,7 @@ func (c *Replica) startRaft() error {
 			return fmt.Errorf("restore state machine from snapshot at index %d: %w", snap.GetMetadata().GetIndex(), err)
 		}
 		c.snapIndex = snap.GetMetadata().GetIndex()
+		c.snapBytes = uint64(len(snap.GetData()))
 		cs = snap.GetMetadata().GetConfState()
 	}
 	c.state.Store(st)
