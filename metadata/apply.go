@@ -114,6 +114,8 @@ func (s *State) applyCommand(c *Command) Result {
 		return s.applyZNodeMulti(c)
 	case OpZNodeCloseSession:
 		return s.applyZNodeCloseSession(c)
+	case OpZNodeWrite:
+		return s.applyZNodeWrite(c)
 	default:
 		// decodeCommand only lets an unknown op through when it carries
 		// IgnoreUnknownTypeFlag: skipping it is the proposer's documented

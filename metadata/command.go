@@ -125,6 +125,7 @@ var opNames = map[Op]string{
 	OpZNodeSetACL:       "znode_set_acl",
 	OpZNodeMulti:        "znode_multi",
 	OpZNodeCloseSession: "znode_close_session",
+	OpZNodeWrite:        "znode_write",
 }
 
 // Marshal encodes c as a v1 command record: version byte, op byte, uvarint

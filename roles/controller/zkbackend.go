@@ -51,12 +51,12 @@ func (b zkBackend) WaitApplied(ctx context.Context, idx uint64) error {
 	}
 }
 
-// ProposePayload returns an error only when the outcome is unknown or
+// Propose returns an error only when the outcome is unknown or
 // nothing was proposed; a committed refusal (NodeExists, BadVersion...) is
 // in Result.Err alone, as the server expects: it answers that with its
 // ZooKeeper code and keeps the connection.
-func (b zkBackend) ProposePayload(ctx context.Context, op metadata.Op, payload any) (metadata.Result, error) {
-	res, err := b.c.r.ProposePayload(ctx, op, payload)
+func (b zkBackend) Propose(ctx context.Context, cmd *metadata.Command) (metadata.Result, error) {
+	res, err := b.c.r.Propose(ctx, cmd)
 	if err != nil && res.Err != nil && err == res.Err { //nolint:errorlint // identity: Propose folded res.Err in
 		return res, nil
 	}

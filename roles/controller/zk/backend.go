@@ -25,9 +25,9 @@ type Backend interface {
 	AppliedIndex() uint64
 	// WaitApplied returns once the applied index reaches idx, or ctx ends.
 	WaitApplied(ctx context.Context, idx uint64) error
-	// ProposePayload proposes a command and returns its result once this
+	// Propose proposes a command and returns its result once this
 	// controller applied it, so the proposer's next read sees it.
-	ProposePayload(ctx context.Context, op metadata.Op, payload any) (metadata.Result, error)
+	Propose(ctx context.Context, cmd *metadata.Command) (metadata.Result, error)
 	// LinearizableRead returns once the applied state holds every write
 	// committed before the call (ZooKeeper's sync, and more).
 	LinearizableRead(ctx context.Context) error

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/corral-dev/corral/metadata"
 )
@@ -80,13 +83,18 @@ func (b *fakeBackend) LinearizableRead(context.Context) error {
 	return nil
 }
 
+// ProposePayload encodes payload as the server would and proposes it.
 func (b *fakeBackend) ProposePayload(ctx context.Context, op metadata.Op, payload any) (metadata.Result, error) {
-	if p := b.proposeErr.Load(); p != nil {
-		return metadata.Result{}, *p
-	}
-	cmd, err := metadata.NewWorkerCommand(op, payload)
+	cmd, err := command(op, payload)
 	if err != nil {
 		return metadata.Result{}, err
+	}
+	return b.Propose(ctx, cmd)
+}
+
+func (b *fakeBackend) Propose(ctx context.Context, cmd *metadata.Command) (metadata.Result, error) {
+	if p := b.proposeErr.Load(); p != nil {
+		return metadata.Result{}, *p
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -99,7 +107,7 @@ func (b *fakeBackend) ProposePayload(ctx context.Context, op metadata.Op, payloa
 	for _, s := range b.servers {
 		s.Applied(res.ZNodeEvents)
 	}
-	if op == metadata.OpLeaseGrant && res.Err == nil {
+	if cmd.Op == metadata.OpLeaseGrant && res.Err == nil {
 		g := res.Out.(metadata.LeaseGrant)
 		b.deadlines[g.ID] = b.Now().Add(time.Duration(g.TTLMS) * time.Millisecond)
 	}
@@ -161,3 +169,23 @@ func (b *fakeBackend) failWith(err error) {
 }
 
 var errNoLeader = errors.New("no leader")
+
+// Creates, deletes and setData go in binary, value or pointer payloads
+// alike; the rest as JSON.
+func TestCommandEncoding(t *testing.T) {
+	for _, c := range []struct {
+		op      metadata.Op
+		payload any
+		want    metadata.Op
+	}{
+		{metadata.OpZNodeCreate, &metadata.ZNodeCreate{Path: "/a"}, metadata.OpZNodeWrite},
+		{metadata.OpZNodeDelete, metadata.ZNodeDelete{Path: "/a", Version: -1}, metadata.OpZNodeWrite},
+		{metadata.OpZNodeSetData, &metadata.ZNodeSetData{Path: "/a"}, metadata.OpZNodeWrite},
+		{metadata.OpZNodeMulti, metadata.ZNodeMulti{}, metadata.OpZNodeMulti},
+		{metadata.OpLeaseGrant, metadata.LeaseGrantPayload{TTLMS: 1}, metadata.OpLeaseGrant},
+	} {
+		cmd, err := command(c.op, c.payload)
+		require.NoError(t, err)
+		require.Equal(t, c.want, cmd.Op, "%s", c.op)
+	}
+}

@@ -97,7 +97,7 @@ func (c *conn) newSession(req *jute.ConnectRequest, resp *jute.ConnectResponse) 
 	}
 	ctx, cancel := c.srv.timeoutCtx(c.srv.cfg.ProposeTimeout)
 	defer cancel()
-	res, err := c.srv.b.ProposePayload(ctx, metadata.OpLeaseGrant, metadata.LeaseGrantPayload{
+	res, err := c.srv.proposePayload(ctx, metadata.OpLeaseGrant, metadata.LeaseGrantPayload{
 		TTLMS: timeout.Milliseconds(), SecretHash: passwordHash(pw)})
 	if err == nil {
 		err = res.Err

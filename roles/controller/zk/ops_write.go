@@ -19,7 +19,7 @@ import (
 func (c *conn) propose(op metadata.Op, payload any) (metadata.Result, error) {
 	ctx, cancel := c.srv.timeoutCtx(c.srv.cfg.ProposeTimeout)
 	defer cancel()
-	res, err := c.srv.b.ProposePayload(ctx, op, payload)
+	res, err := c.srv.proposePayload(ctx, op, payload)
 	if err != nil {
 		return res, fmt.Errorf("%w: %v", errUnknownOutcome, err)
 	}

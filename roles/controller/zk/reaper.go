@@ -66,7 +66,7 @@ func (s *Server) reapOnce() []string {
 	var deleted []string
 	for _, n := range victims {
 		ctx, cancel := s.timeoutCtx(s.cfg.ProposeTimeout)
-		res, err := s.b.ProposePayload(ctx, metadata.OpZNodeDelete, metadata.ZNodeDelete{Path: n.Path, Version: n.Stat.Version})
+		res, err := s.proposePayload(ctx, metadata.OpZNodeDelete, metadata.ZNodeDelete{Path: n.Path, Version: n.Stat.Version})
 		cancel()
 		switch {
 		case err != nil:
