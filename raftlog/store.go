@@ -37,7 +37,8 @@ const corruptRemedy = "; the node's raft data is damaged and will not be served:
 
 // Options configures Open.
 type Options struct {
-	// Dir is the Pebble directory; it is created if missing.
+	// Dir is the Pebble directory; it is created if missing. Snapshot data
+	// files live in its subdirectory snap/.
 	Dir string
 	// CacheBytes bounds the in-memory tail cache of log entries; 0 => 64 MiB.
 	CacheBytes uint64
