@@ -50,6 +50,8 @@ func (s *Store) Bootstrap(voters []uint64) error {
 		}
 	}
 
+	s.snapMu.Lock() // writes a snapshot file; snapMu comes before wmu
+	defer s.snapMu.Unlock()
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	if err := s.usable(); err != nil {
@@ -70,9 +72,22 @@ func (s *Store) Bootstrap(voters []uint64) error {
 	st.last = bootstrapIndex
 	st.hs = &pb.HardState{Term: new(uint64(bootstrapTerm)), Vote: new(uint64(0)), Commit: new(uint64(bootstrapIndex))}
 
+	// Every snapshot has a data file, the empty one included, so that Open
+	// can tell a lost file from a snapshot without data.
+	ref, err := s.writeSnapFile(bootstrapIndex, bootstrapTerm, nil)
+	if err != nil {
+		return fmt.Errorf("bootstrap raft log: %w", err)
+	}
+	st.snapFile = ref
+	commitTried := false
+	defer func() {
+		if !commitTried {
+			s.removeFile(ref.name)
+		}
+	}()
 	b := s.db.NewBatch()
 	defer func() { _ = b.Close() }()
-	if err := putSnapshot(b, st.snap, nil); err != nil {
+	if err := putSnapshot(b, st.snap, ref); err != nil {
 		return err
 	}
 	if err := b.Set(keyTrunc, encodeTrunc(st.trunc), nil); err != nil {
@@ -85,6 +100,7 @@ func (s *Store) Bootstrap(voters []uint64) error {
 	if err := b.Set(keyHardState, hsVal, nil); err != nil {
 		return fmt.Errorf("bootstrap raft log: %w", err)
 	}
+	commitTried = true
 	if err := s.commit(b, true, func() { s.st = st; s.cache.reset() }); err != nil {
 		return fmt.Errorf("bootstrap raft log: %w", err)
 	}

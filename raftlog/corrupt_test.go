@@ -75,7 +75,7 @@ func TestCorruptRecordDetectedAtOpen(t *testing.T) {
 		{"hard state", `"r/hs": checksum mismatch`, flip(keyHardState)},
 		{"truncated state", `"r/trunc": checksum mismatch`, flip(keyTrunc)},
 		{"snapshot metadata", `"r/snapmeta": checksum mismatch`, flip(keySnapMeta)},
-		{"snapshot data", `"r/snapdata": checksum mismatch`, flip(keySnapData)},
+		{"snapshot file record", `"r/snapfile": checksum mismatch`, flip(keySnapFile)},
 		{"conf state", `"r/cs": checksum mismatch`, flip(keyConfState)},
 		{"metadata", `"m/cluster_id": checksum mismatch`, flip(metaKey("cluster_id"))},
 		{"entry under another index", "log entry 5: checksum mismatch", func(t *testing.T, db *pebble.DB) {

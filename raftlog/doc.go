@@ -17,6 +17,12 @@
 // points at entries that were not written with it. The batch is synced iff the
 // caller asks (Ready.MustSync or a snapshot).
 //
+// A snapshot's state-machine data is the exception: it is a file in snap/
+// (see snapfile.go), written and fsynced before the batch that names it, so
+// a crash leaves at worst an unnamed file that Open removes. CreateSnapshot
+// writes that file without holding wmu, so the raft loop's Save never waits
+// for a large snapshot's write.
+//
 // # Integrity
 //
 // Every value is a record carrying a CRC32C over its key, version and payload
@@ -27,7 +33,9 @@
 // # Concurrency
 //
 // Raft's goroutine reads (Entries, Term, ...) while the application goroutine
-// writes (Save). Writers are serialised by wmu. The in-memory state and the
+// writes (Save). Writers are serialised by wmu; writers of snapshot files by
+// snapMu, taken before wmu. filesMu keeps stale snapshot files from being
+// removed while Snapshot() reads one. The in-memory state and the
 // tail cache are guarded by mu; commitMu is held exclusively while a batch is
 // committed and the in-memory state is switched over, and shared by readers
 // that go to Pebble. So readers served from the tail cache (the hot path)

@@ -244,20 +244,66 @@ func (s *Store) readEntry(i uint64) (*pb.Entry, error) {
 // Snapshot implements raft.Storage: the latest snapshot (metadata and state
 // machine data), or an empty snapshot if there is none. Never
 // raft.ErrSnapshotTemporarilyUnavailable: snapshots are stored whole.
+//
+// The data file is read without commitMu or mu, so commits do not wait for
+// it. Consistency with a concurrent CreateSnapshot: the (metadata, file)
+// pair is taken together under mu, and filesMu is held shared from before
+// that until the file is read. Stale files are removed only under filesMu
+// exclusively, after the newer metadata is published, so the file a reader
+// picked cannot disappear under it, while a newer snapshot can still be
+// committed meanwhile.
 func (s *Store) Snapshot() (*pb.Snapshot, error) {
+	s.filesMu.RLock()
+	defer s.filesMu.RUnlock()
+	s.mu.RLock()
+	err := s.usableLocked()
+	meta, ref := s.st.snap, s.st.snapFile
+	s.mu.RUnlock()
+	if err != nil {
+		return nil, err
+	}
+	if ref == nil {
+		var data []byte
+		var inline bool
+		if meta, ref, data, inline, err = s.inlineSnapshot(); err != nil || inline {
+			return snapshotOf(meta, data), err
+		}
+	}
+	data, err := s.readSnapFile(ref)
+	if err != nil {
+		return nil, fmt.Errorf("read snapshot: %w", err)
+	}
+	return snapshotOf(meta, data), nil
+}
+
+// inlineSnapshot reads a snapshot whose data is still inline in Pebble (a
+// store written by an earlier version). commitMu keeps the metadata and the
+// blob from one commit; if a snapshot file replaced the blob meanwhile, that
+// file is returned instead (inline false).
+func (s *Store) inlineSnapshot() (meta *pb.SnapshotMetadata, ref *snapRef, data []byte, inline bool, err error) {
 	s.commitMu.RLock()
 	defer s.commitMu.RUnlock()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if err := s.usableLocked(); err != nil {
-		return nil, err
+		return nil, nil, nil, false, err
 	}
-	data, _, err := s.get(keySnapData)
+	if s.st.snapFile != nil {
+		return s.st.snap, s.st.snapFile, nil, false, nil
+	}
+	data, _, err = s.get(keySnapData)
 	if err != nil {
-		return nil, fmt.Errorf("read snapshot: %w", err)
+		return nil, nil, nil, false, fmt.Errorf("read snapshot: %w", err)
 	}
-	meta := proto.Clone(s.st.snap).(*pb.SnapshotMetadata)
-	return pb.EnsureSnapshot(&pb.Snapshot{Metadata: meta, Data: data}), nil
+	return s.st.snap, nil, data, true, nil
+}
+
+// snapshotOf pairs a copy of meta with data; nil meta means an error.
+func snapshotOf(meta *pb.SnapshotMetadata, data []byte) *pb.Snapshot {
+	if meta == nil {
+		return nil
+	}
+	return pb.EnsureSnapshot(&pb.Snapshot{Metadata: proto.Clone(meta).(*pb.SnapshotMetadata), Data: data})
 }
 
 // cloneConfState returns a deep copy of cs with all fields present (as

@@ -28,50 +28,95 @@ import (
 // non-contiguous entries, and any batch after which the HardState commit
 // index (new or previously saved) would exceed the last index: raft never
 // does that, and such a store would fail validation at Open.
+//
+// A snapshot's data is written to its own file (fsynced) before the batch,
+// which then names it; this happens under the writers' lock, as the raft
+// loop installing a snapshot has nothing else to do meanwhile. It also waits
+// for a CreateSnapshot that is writing its file (snapMu).
 func (s *Store) Save(hs *pb.HardState, ents []*pb.Entry, snap *pb.Snapshot, sync bool) error {
+	if raft.IsEmptySnap(snap) {
+		s.wmu.Lock()
+		defer s.wmu.Unlock()
+		_, err := s.save(hs, ents, snap, sync, false)
+		return err
+	}
+	s.snapMu.Lock()
+	defer s.snapMu.Unlock()
+	ref, err := s.saveWithSnap(hs, ents, snap, sync)
+	if err != nil {
+		return err
+	}
+	// Outside wmu: removal may wait for a Snapshot() reading an old file.
+	s.removeSnapFiles(ref.name)
+	return nil
+}
+
+// saveWithSnap is Save's part under wmu for a Ready carrying a snapshot.
+func (s *Store) saveWithSnap(hs *pb.HardState, ents []*pb.Entry, snap *pb.Snapshot, sync bool) (*snapRef, error) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	return s.save(hs, ents, snap, sync, true)
+}
+
+// save does Save's work with wmu (and, if hasSnap, snapMu) held. It returns
+// the new snapshot's file, if any.
+func (s *Store) save(hs *pb.HardState, ents []*pb.Entry, snap *pb.Snapshot, sync, hasSnap bool) (*snapRef, error) {
 	if err := s.usable(); err != nil {
-		return err
+		return nil, err
 	}
 	st := s.st // writers hold wmu, so st cannot change under us
 	b := s.db.NewBatch()
 	defer func() { _ = b.Close() }()
 
-	hasSnap := !raft.IsEmptySnap(snap)
+	var ref *snapRef
+	commitTried := false
 	if hasSnap {
 		meta := pb.EnsureSnapshotMetadata(proto.Clone(snap.GetMetadata()).(*pb.SnapshotMetadata))
 		if meta.GetIndex() <= st.snap.GetIndex() {
-			return fmt.Errorf("save snapshot at %d (have %d): %w", meta.GetIndex(), st.snap.GetIndex(), raft.ErrSnapOutOfDate)
+			return nil, fmt.Errorf("save snapshot at %d (have %d): %w", meta.GetIndex(), st.snap.GetIndex(), raft.ErrSnapOutOfDate)
 		}
-		if err := putSnapshot(b, meta, snap.GetData()); err != nil {
-			return err
+		var err error
+		if ref, err = s.writeSnapFile(meta.GetIndex(), meta.GetTerm(), snap.GetData()); err != nil {
+			return nil, fmt.Errorf("save snapshot at %d: %w", meta.GetIndex(), err)
+		}
+		defer func() {
+			// A batch rejected before its commit leaves the file unnamed:
+			// drop it. Once a commit was tried (even a failed one, after
+			// which it is unknown whether the batch is durable) keep it;
+			// Open removes it if the metadata does not name it.
+			if !commitTried {
+				s.removeFile(ref.name)
+			}
+		}()
+		if err := putSnapshot(b, meta, ref); err != nil {
+			return nil, err
 		}
 		st.trunc = truncState{index: meta.GetIndex(), term: meta.GetTerm()}
 		if err := b.Set(keyTrunc, encodeTrunc(st.trunc), nil); err != nil {
-			return fmt.Errorf("save snapshot: %w", err)
+			return nil, fmt.Errorf("save snapshot: %w", err)
 		}
 		if err := b.DeleteRange(logPrefix, logPrefixEnd, nil); err != nil {
-			return fmt.Errorf("save snapshot: drop log: %w", err)
+			return nil, fmt.Errorf("save snapshot: drop log: %w", err)
 		}
 		st.last = st.trunc.index
 		st.snap = meta
 		st.cs = cloneConfState(meta.GetConfState())
+		st.snapFile = ref
 	}
 
 	kept, err := appendEntries(b, &st, ents)
 	if err != nil {
-		return err
+		return nil, err
 	}
 
 	if !raft.IsEmptyHardState(hs) {
 		hs = proto.Clone(hs).(*pb.HardState)
 		val, err := encodeProtoRecord(keyHardState, hs)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if err := b.Set(keyHardState, val, nil); err != nil {
-			return fmt.Errorf("save hard state: %w", err)
+			return nil, fmt.Errorf("save hard state: %w", err)
 		}
 		st.hs = hs
 	}
@@ -80,12 +125,13 @@ func (s *Store) Save(hs *pb.HardState, ents []*pb.Entry, snap *pb.Snapshot, sync
 	// refusing such a batch keeps the store from persisting a state that Open
 	// would reject (a commit index pointing past the last entry).
 	if c := st.hs.GetCommit(); c > st.last {
-		return fmt.Errorf("save: hard state commit %d would be beyond last index %d", c, st.last)
+		return nil, fmt.Errorf("save: hard state commit %d would be beyond last index %d", c, st.last)
 	}
 	if b.Empty() {
-		return nil
+		return nil, nil
 	}
-	return s.commit(b, sync, func() {
+	commitTried = true
+	return ref, s.commit(b, sync, func() {
 		s.st = st
 		if hasSnap {
 			s.cache.reset()

@@ -1,7 +1,11 @@
 package raftlog
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 
 	"github.com/cockroachdb/pebble/v2"
 	"go.etcd.io/raft/v3"
@@ -12,13 +16,17 @@ import (
 // batchWriter is the subset of *pebble.Batch the write helpers use.
 type batchWriter interface {
 	Set(key, value []byte, o *pebble.WriteOptions) error
+	Delete(key []byte, o *pebble.WriteOptions) error
 	DeleteRange(start, end []byte, o *pebble.WriteOptions) error
 }
 
-// putSnapshot stores snapshot metadata, data and its ConfState. The
-// ConfState is also written to r/cs because InitialState must return the
-// newest ConfState, which is the snapshot's right after it is taken/applied.
-func putSnapshot(b batchWriter, meta *pb.SnapshotMetadata, data []byte) error {
+// putSnapshot stores snapshot metadata, the record naming its (already
+// written) data file, and its ConfState. The ConfState is also written to
+// r/cs because InitialState must return the newest ConfState, which is the
+// snapshot's right after it is taken/applied. An inline blob left by an
+// earlier version under keySnapData is deleted in the same batch, so the
+// store has moved to files once the batch is durable.
+func putSnapshot(b batchWriter, meta *pb.SnapshotMetadata, ref *snapRef) error {
 	val, err := encodeProtoRecord(keySnapMeta, meta)
 	if err != nil {
 		return err
@@ -26,8 +34,11 @@ func putSnapshot(b batchWriter, meta *pb.SnapshotMetadata, data []byte) error {
 	if err := b.Set(keySnapMeta, val, nil); err != nil {
 		return fmt.Errorf("save snapshot metadata: %w", err)
 	}
-	if err := b.Set(keySnapData, encodeRecord(keySnapData, data), nil); err != nil {
-		return fmt.Errorf("save snapshot data: %w", err)
+	if err := b.Set(keySnapFile, encodeSnapRef(ref), nil); err != nil {
+		return fmt.Errorf("save snapshot file record: %w", err)
+	}
+	if err := b.Delete(keySnapData, nil); err != nil {
+		return fmt.Errorf("delete inline snapshot data: %w", err)
 	}
 	return putConfState(b, meta.GetConfState())
 }
@@ -49,22 +60,87 @@ func putConfState(b batchWriter, cs *pb.ConfState) error {
 // raft.ErrSnapOutOfDate) and <= the last index (else an error wrapping
 // raft.ErrUnavailable, where MemoryStorage panics). The log is not
 // compacted; call Compact for that.
+//
+// The data goes to its own file, written and fsynced WITHOUT the writers'
+// lock: only the small metadata batch is committed under wmu, so the raft
+// loop's Save does not wait for a large snapshot's write.
 func (s *Store) CreateSnapshot(i uint64, cs *pb.ConfState, data []byte) (*pb.Snapshot, error) {
+	s.snapMu.Lock()
+	defer s.snapMu.Unlock()
+
+	// Cheap pre-check so that an out-of-date request writes no file. With
+	// snapMu held no other snapshot can be installed meanwhile, but the
+	// checks are repeated under wmu anyway: they are what the batch relies on.
+	s.mu.RLock()
+	err := s.usableLocked()
+	st := s.st
+	s.mu.RUnlock()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkSnapshotAt(i, &st); err != nil {
+		return nil, err
+	}
+	term, err := s.Term(i)
+	if err != nil {
+		return nil, fmt.Errorf("create snapshot at %d: %w", i, err)
+	}
+
+	ref, err := s.writeSnapFile(i, term, data)
+	if err != nil {
+		return nil, fmt.Errorf("create snapshot at %d: %w", i, err)
+	}
+	if s.testHookSnapWritten != nil {
+		s.testHookSnapWritten()
+	}
+
+	meta, committed, err := s.commitSnapshot(i, term, cs, ref)
+	if err != nil {
+		if !committed {
+			// The metadata never named the file: drop it now rather than
+			// leave it for the next Open.
+			s.removeFile(ref.name)
+		}
+		return nil, err
+	}
+	s.removeSnapFiles(ref.name)
+	return &pb.Snapshot{Metadata: proto.Clone(meta).(*pb.SnapshotMetadata), Data: data}, nil
+}
+
+// checkSnapshotAt checks that a snapshot at i may be created on st.
+func checkSnapshotAt(i uint64, st *state) error {
+	if i <= st.snap.GetIndex() {
+		return fmt.Errorf("create snapshot at %d (have %d): %w", i, st.snap.GetIndex(), raft.ErrSnapOutOfDate)
+	}
+	if i > st.last {
+		return fmt.Errorf("create snapshot at %d: beyond last index %d: %w", i, st.last, raft.ErrUnavailable)
+	}
+	return nil
+}
+
+// commitSnapshot is CreateSnapshot's part under wmu: re-check, commit the
+// metadata naming ref (synced) and publish it. committed is false when the
+// batch was certainly not applied; after a failed commit it is unknown, and
+// reported as true so the caller keeps the file the metadata may name.
+func (s *Store) commitSnapshot(i, term uint64, cs *pb.ConfState, ref *snapRef) (_ *pb.SnapshotMetadata, committed bool, _ error) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	if err := s.usable(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	st := s.st
-	if i <= st.snap.GetIndex() {
-		return nil, fmt.Errorf("create snapshot at %d (have %d): %w", i, st.snap.GetIndex(), raft.ErrSnapOutOfDate)
+	if err := checkSnapshotAt(i, &st); err != nil {
+		return nil, false, err
 	}
-	if i > st.last {
-		return nil, fmt.Errorf("create snapshot at %d: beyond last index %d: %w", i, st.last, raft.ErrUnavailable)
-	}
-	term, err := s.termAt(i)
+	t, err := s.termAt(i)
 	if err != nil {
-		return nil, fmt.Errorf("create snapshot at %d: %w", i, err)
+		return nil, false, fmt.Errorf("create snapshot at %d: %w", i, err)
+	}
+	if t != term {
+		// Only possible if an uncommitted entry i was replaced while the file
+		// was written; the application snapshots applied entries only.
+		return nil, false, fmt.Errorf("create snapshot at %d: entry %d changed term from %d to %d while the snapshot was written",
+			i, i, term, t)
 	}
 	if cs == nil {
 		cs = st.cs
@@ -72,17 +148,25 @@ func (s *Store) CreateSnapshot(i uint64, cs *pb.ConfState, data []byte) (*pb.Sna
 	meta := &pb.SnapshotMetadata{Index: new(i), Term: new(term), ConfState: cloneConfState(cs)}
 	b := s.db.NewBatch()
 	defer func() { _ = b.Close() }()
-	if err := putSnapshot(b, meta, data); err != nil {
-		return nil, err
+	if err := putSnapshot(b, meta, ref); err != nil {
+		return nil, false, err
 	}
 	err = s.commit(b, true, func() {
 		s.st.snap = meta
 		s.st.cs = cloneConfState(meta.GetConfState())
+		s.st.snapFile = ref
 	})
 	if err != nil {
-		return nil, fmt.Errorf("create snapshot at %d: %w", i, err)
+		return nil, true, fmt.Errorf("create snapshot at %d: %w", i, err)
 	}
-	return &pb.Snapshot{Metadata: proto.Clone(meta).(*pb.SnapshotMetadata), Data: data}, nil
+	return meta, true, nil
+}
+
+// removeFile deletes a snapshot file that no metadata names.
+func (s *Store) removeFile(name string) {
+	if err := os.Remove(filepath.Join(s.snapDir(), name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		s.log.Warn("cannot remove unused snapshot file", "file", name, "err", err)
+	}
 }
 
 // Compact discards the entries before i; entry i becomes the truncated state

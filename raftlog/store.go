@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -35,7 +37,8 @@ const corruptRemedy = "; the node's raft data is damaged and will not be served:
 
 // Options configures Open.
 type Options struct {
-	// Dir is the Pebble directory; it is created if missing.
+	// Dir is the Pebble directory; it is created if missing. Snapshot data
+	// files live in its subdirectory snap/.
 	Dir string
 	// CacheBytes bounds the in-memory tail cache of log entries; 0 => 64 MiB.
 	CacheBytes uint64
@@ -58,6 +61,10 @@ type state struct {
 	hs    *pb.HardState        // nil until a non-empty HardState is saved
 	cs    *pb.ConfState        // latest persisted ConfState, never nil
 	snap  *pb.SnapshotMetadata // metadata of the latest snapshot, never nil
+	// snapFile names the latest snapshot's data file; nil for a store with
+	// no snapshot or one written before data files (data inline under
+	// keySnapData).
+	snapFile *snapRef
 }
 
 // Store is a durable raft.Storage backed by Pebble. It is safe for
@@ -67,7 +74,9 @@ type Store struct {
 	log  *slog.Logger
 	db   *pebble.DB
 
+	snapMu   sync.Mutex   // serialises snapshot file writers (CreateSnapshot, Save with a snapshot, Bootstrap); taken before wmu
 	wmu      sync.Mutex   // serialises writers; a writer may read s.st/s.cache without mu
+	filesMu  sync.RWMutex // shared: a Snapshot() reading a data file; exclusive: removing stale files. Taken before mu
 	commitMu sync.RWMutex // exclusive: batch commit + state switch; shared: readers touching Pebble
 	mu       sync.RWMutex // guards st, cache, closed, failed
 
@@ -75,6 +84,10 @@ type Store struct {
 	cache  tailCache
 	closed bool
 	failed error // sticky: after a failed commit the on-disk state is unknown
+
+	// testHookSnapWritten, if set (tests only), runs in CreateSnapshot after
+	// the data file is written and before wmu is taken for the metadata.
+	testHookSnapWritten func()
 }
 
 var _ raft.Storage = (*Store)(nil)
@@ -98,6 +111,9 @@ func Open(o Options) (*Store, error) {
 	if err := os.MkdirAll(o.Dir, 0o750); err != nil {
 		return nil, fmt.Errorf("open raft log %s: %w", o.Dir, err)
 	}
+	if err := mkSnapDir(o); err != nil {
+		return nil, fmt.Errorf("open raft log %s: %w", o.Dir, err)
+	}
 	s, err := openStore(o, logger)
 	if err != nil {
 		// Pebble's LOCK file is flock'ed by another process (EAGAIN), or Pebble's
@@ -114,6 +130,30 @@ func Open(o Options) (*Store, error) {
 	logger.Info("opened raft log", "first", s.st.trunc.index+1, "last", s.st.last,
 		"snapshot", s.st.snap.GetIndex(), "commit", s.st.hs.GetCommit(), "term", s.st.hs.GetTerm())
 	return s, nil
+}
+
+// mkSnapDir creates the snapshot file directory and makes its entry in
+// o.Dir durable, so that files fsynced into it cannot vanish with it.
+func mkSnapDir(o Options) error {
+	dir := filepath.Join(o.Dir, snapDirName)
+	if _, err := os.Stat(dir); err == nil {
+		return nil
+	}
+	if err := os.Mkdir(dir, 0o750); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("create snapshot directory: %w", err)
+	}
+	if o.NoSync {
+		return nil
+	}
+	d, err := os.Open(o.Dir)
+	if err != nil {
+		return fmt.Errorf("create snapshot directory: %w", err)
+	}
+	defer func() { _ = d.Close() }()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("create snapshot directory: fsync %s: %w", o.Dir, err)
+	}
+	return nil
 }
 
 // openStore opens Pebble and loads+validates the store. Pebble may panic on

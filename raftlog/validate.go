@@ -53,7 +53,7 @@ func (s *Store) load() error {
 
 	// The snapshot blob is only read when raft sends a snapshot, which is
 	// too late to discover it is damaged; verify its checksum now.
-	if _, _, err := s.get(keySnapData); err != nil {
+	if st.snapFile, err = s.loadSnapData(st.snap); err != nil {
 		return err
 	}
 
@@ -74,7 +74,55 @@ func (s *Store) load() error {
 			ErrCorrupt, c, st.last)
 	}
 	s.st = st
+	// Only a store found intact is tidied: a crash between writing a
+	// snapshot file and committing the metadata naming it leaves a file no
+	// metadata names, a crash while writing one leaves a .tmp.
+	keep := ""
+	if st.snapFile != nil {
+		keep = st.snapFile.name
+	}
+	s.removeSnapFiles(keep)
 	return nil
+}
+
+// loadSnapData verifies the data of the snapshot meta describes and returns
+// its file, or nil if the data is inline under keySnapData (a store written
+// before snapshot files; the next snapshot moves it to a file) or there is
+// no snapshot.
+func (s *Store) loadSnapData(meta *pb.SnapshotMetadata) (*snapRef, error) {
+	var ref *snapRef
+	payload, found, err := s.get(keySnapFile)
+	if err != nil {
+		return nil, err
+	}
+	if found {
+		if ref, err = decodeSnapRefPayload(payload); err != nil {
+			return nil, err
+		}
+	}
+	if ref != nil && ref.index == meta.GetIndex() && ref.term == meta.GetTerm() {
+		if _, err := s.readSnapFile(ref); err != nil {
+			return nil, err
+		}
+		return ref, nil
+	}
+	_, inline, err := s.get(keySnapData) // verifies the inline blob's CRC
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case inline:
+		// Written by an earlier version (a stale file record beside it can
+		// only come from a downgrade, which wrote the inline blob later).
+		return nil, nil
+	case ref != nil:
+		return nil, fmt.Errorf("%w: snapshot file record names snapshot %d term %d but the snapshot metadata is %d term %d",
+			ErrCorrupt, ref.index, ref.term, meta.GetIndex(), meta.GetTerm())
+	case meta.GetIndex() > 0:
+		return nil, fmt.Errorf("%w: snapshot %d has no data: neither %s nor %s is stored",
+			ErrCorrupt, meta.GetIndex(), describeKey(keySnapFile), describeKey(keySnapData))
+	}
+	return nil, nil
 }
 
 // scanLog verifies every log entry (checksum, index, contiguity from

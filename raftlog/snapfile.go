@@ -1,0 +1,246 @@
+package raftlog
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Snapshot data files. The state-machine blob of a snapshot (30-300 MB) is
+// kept out of Pebble: Pebble's WAL is a single queue, so a blob committed
+// through it delays the raft loop's small synced batches behind it no matter
+// which lock is held. Instead the blob goes to its own file in
+// <Options.Dir>/snap/, written and fsynced without the writers' lock, and
+// Pebble only commits a small record naming it (see snapRef). This is what
+// etcd's snapshotter and hashicorp/raft's FileSnapshotStore do.
+//
+// File layout (all integers big-endian):
+//
+//	bytes 0..7    magic "RLSNAP" + version 1 + 0
+//	bytes 8..15   snapshot index
+//	bytes 16..23  snapshot term
+//	bytes 24..31  data length n
+//	bytes 32..    data (n bytes)
+//	last 4 bytes  CRC32C (Castagnoli) of bytes 0..32+n
+//
+// The length lets a truncated file be told apart from a complete one, the
+// CRC covers header and data, and index/term tie the file to its metadata.
+const (
+	snapDirName      = "snap"
+	snapFileExt      = ".snap"
+	snapTmpExt       = ".tmp"
+	snapHeaderLen    = 32
+	snapTrailerLen   = 4
+	snapFileOverhead = snapHeaderLen + snapTrailerLen
+)
+
+var snapMagic = [8]byte{'R', 'L', 'S', 'N', 'A', 'P', 1, 0}
+
+// keySnapFile holds the snapRef of the current snapshot's data file.
+var keySnapFile = []byte("r/snapfile")
+
+// snapRef is what Pebble stores about a snapshot data file: enough to find
+// it and to check that the file found is the one that was committed.
+type snapRef struct {
+	index, term uint64
+	length      uint64 // data length, without header and trailer
+	crc         uint32 // the file's trailer CRC (header and data)
+	name        string // base name inside the snap directory
+}
+
+// snapFileName names the data file of snapshot (index, term). Fixed-width
+// hex makes lexical order equal (term, index) order in directory listings.
+func snapFileName(index, term uint64) string {
+	return fmt.Sprintf("%016x-%016x%s", term, index, snapFileExt)
+}
+
+// encodeSnapRef frames ref as a record under keySnapFile.
+func encodeSnapRef(ref *snapRef) []byte {
+	p := make([]byte, 28, 28+len(ref.name))
+	binary.BigEndian.PutUint64(p[0:8], ref.index)
+	binary.BigEndian.PutUint64(p[8:16], ref.term)
+	binary.BigEndian.PutUint64(p[16:24], ref.length)
+	binary.BigEndian.PutUint32(p[24:28], ref.crc)
+	p = append(p, ref.name...)
+	return encodeRecord(keySnapFile, p)
+}
+
+// decodeSnapRefPayload decodes a verified keySnapFile payload. The name is
+// read from disk and later joined to a directory, so anything that is not a
+// plain snapshot file name is rejected rather than trusted.
+func decodeSnapRefPayload(p []byte) (*snapRef, error) {
+	if len(p) < 28 {
+		return nil, fmt.Errorf("%w: %s: payload is %d bytes, want at least 28", ErrCorrupt, describeKey(keySnapFile), len(p))
+	}
+	ref := &snapRef{
+		index:  binary.BigEndian.Uint64(p[0:8]),
+		term:   binary.BigEndian.Uint64(p[8:16]),
+		length: binary.BigEndian.Uint64(p[16:24]),
+		crc:    binary.BigEndian.Uint32(p[24:28]),
+		name:   string(p[28:]),
+	}
+	if ref.name != snapFileName(ref.index, ref.term) {
+		return nil, fmt.Errorf("%w: %s: file name %q does not match snapshot %d term %d",
+			ErrCorrupt, describeKey(keySnapFile), ref.name, ref.index, ref.term)
+	}
+	return ref, nil
+}
+
+// encodeSnapFile returns the header and trailer framing data for snapshot
+// (index, term); the data itself is written between them without copying.
+func encodeSnapFile(index, term uint64, data []byte) (header, trailer []byte, crc uint32) {
+	header = make([]byte, snapHeaderLen)
+	copy(header, snapMagic[:])
+	binary.BigEndian.PutUint64(header[8:16], index)
+	binary.BigEndian.PutUint64(header[16:24], term)
+	binary.BigEndian.PutUint64(header[24:32], uint64(len(data)))
+	crc = crc32.Update(crc32.Update(0, castagnoli, header), castagnoli, data)
+	trailer = binary.BigEndian.AppendUint32(nil, crc)
+	return header, trailer, crc
+}
+
+// decodeSnapFile verifies a whole snapshot file's framing and CRC and returns
+// its header fields and data (aliasing buf). It never panics on arbitrary
+// input (see FuzzDecodeSnapFile); every error wraps ErrCorrupt.
+func decodeSnapFile(buf []byte) (ref snapRef, data []byte, err error) {
+	if len(buf) < snapFileOverhead {
+		return snapRef{}, nil, fmt.Errorf("%w: file is %d bytes, shorter than its header and trailer", ErrCorrupt, len(buf))
+	}
+	if [8]byte(buf[:8]) != snapMagic {
+		return snapRef{}, nil, fmt.Errorf("%w: bad magic %x (not a snapshot file or unknown version)", ErrCorrupt, buf[:8])
+	}
+	ref.index = binary.BigEndian.Uint64(buf[8:16])
+	ref.term = binary.BigEndian.Uint64(buf[16:24])
+	ref.length = binary.BigEndian.Uint64(buf[24:32])
+	if have := uint64(len(buf) - snapFileOverhead); ref.length != have {
+		return snapRef{}, nil, fmt.Errorf("%w: header says %d data bytes, file holds %d (truncated or extended)",
+			ErrCorrupt, ref.length, have)
+	}
+	body := buf[:len(buf)-snapTrailerLen]
+	ref.crc = binary.BigEndian.Uint32(buf[len(body):])
+	if got := crc32.Checksum(body, castagnoli); got != ref.crc {
+		return snapRef{}, nil, fmt.Errorf("%w: checksum mismatch (stored %08x, computed %08x)", ErrCorrupt, ref.crc, got)
+	}
+	ref.name = snapFileName(ref.index, ref.term)
+	return ref, body[snapHeaderLen:], nil
+}
+
+// snapDir is the directory of snapshot data files.
+func (s *Store) snapDir() string { return filepath.Join(s.opts.Dir, snapDirName) }
+
+// writeSnapFile writes data as the file of snapshot (index, term): to a
+// temporary name, fsynced, renamed into place, directory fsynced (fsyncs are
+// skipped under NoSync). A crash leaves either no file, a .tmp, or the whole
+// file; Open removes the first two kinds of leftovers and any file that the
+// committed metadata does not name. The caller holds snapMu.
+func (s *Store) writeSnapFile(index, term uint64, data []byte) (*snapRef, error) {
+	header, trailer, crc := encodeSnapFile(index, term, data)
+	ref := &snapRef{index: index, term: term, length: uint64(len(data)), crc: crc, name: snapFileName(index, term)}
+	final := filepath.Join(s.snapDir(), ref.name)
+	tmp := final + snapTmpExt
+	if err := s.writeFileSynced(tmp, header, data, trailer); err != nil {
+		_ = os.Remove(tmp)
+		return nil, fmt.Errorf("write snapshot file %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		_ = os.Remove(tmp)
+		return nil, fmt.Errorf("write snapshot file: %w", err)
+	}
+	if err := s.syncDir(s.snapDir()); err != nil {
+		_ = os.Remove(final)
+		return nil, fmt.Errorf("write snapshot file %s: %w", final, err)
+	}
+	return ref, nil
+}
+
+func (s *Store) writeFileSynced(path string, parts ...[]byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	for _, p := range parts {
+		if _, err := f.Write(p); err != nil {
+			_ = f.Close()
+			return err
+		}
+	}
+	if !s.opts.NoSync {
+		if err := f.Sync(); err != nil {
+			_ = f.Close()
+			return err
+		}
+	}
+	return f.Close()
+}
+
+// syncDir fsyncs a directory so that a rename or creation in it is durable.
+func (s *Store) syncDir(dir string) error {
+	if s.opts.NoSync {
+		return nil
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	if err := d.Sync(); err != nil {
+		_ = d.Close()
+		return fmt.Errorf("fsync directory %s: %w", dir, err)
+	}
+	return d.Close()
+}
+
+// readSnapFile reads and verifies the file ref names. A missing, truncated or
+// damaged file, or one that is not the committed one, is ErrCorrupt: the
+// metadata that names it is already durable.
+func (s *Store) readSnapFile(ref *snapRef) ([]byte, error) {
+	path := filepath.Join(s.snapDir(), ref.name)
+	buf, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: snapshot %d data file %s is missing", ErrCorrupt, ref.index, path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read snapshot file: %w", err)
+	}
+	got, data, err := decodeSnapFile(buf)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot %d data file %s: %w", ref.index, path, err)
+	}
+	if got.index != ref.index || got.term != ref.term || got.length != ref.length || got.crc != ref.crc {
+		return nil, fmt.Errorf("%w: snapshot data file %s holds snapshot %d term %d (%d bytes, crc %08x), "+
+			"metadata wants %d term %d (%d bytes, crc %08x)", ErrCorrupt, path,
+			got.index, got.term, got.length, got.crc, ref.index, ref.term, ref.length, ref.crc)
+	}
+	return data, nil
+}
+
+// removeSnapFiles deletes every snapshot file and leftover .tmp in the snap
+// directory except keep (a base name; "" keeps nothing). It runs at Open
+// (nothing else runs) or with snapMu held (no writer has a .tmp open), and
+// holds filesMu exclusively so that no Snapshot() reader loses the file it
+// is reading. Failures are logged, not returned: the snapshot that made the
+// files stale is already committed and the next Open retries.
+func (s *Store) removeSnapFiles(keep string) {
+	s.filesMu.Lock()
+	defer s.filesMu.Unlock()
+	des, err := os.ReadDir(s.snapDir())
+	if err != nil {
+		s.log.Warn("cannot list snapshot files", "err", err)
+		return
+	}
+	for _, de := range des {
+		name := de.Name()
+		if name == keep || !(strings.HasSuffix(name, snapFileExt) || strings.HasSuffix(name, snapTmpExt)) {
+			continue
+		}
+		if err := os.Remove(filepath.Join(s.snapDir(), name)); err != nil {
+			s.log.Warn("cannot remove stale snapshot file", "file", name, "err", err)
+			continue
+		}
+		s.log.Debug("removed stale snapshot file", "file", name)
+	}
+}
