@@ -158,6 +158,7 @@ func Open(cfg Config) (*Replica, error) {
 		fwdProps: make(chan *pb.Message, forwardedProposalQueue),
 	}
 	c.clusterID.Store("")
+	c.snapJitter = newSnapJitter(cfg.SnapshotEvery) // members apart from the first snapshot on
 	c.met = newControllerMetrics(c.reg)
 	c.waits.init()
 	c.heard.init()

@@ -50,6 +50,10 @@ func snapshotDue(entries, every, logBytes, lastBytes uint64) bool {
 	}
 }
 
+// newSnapJitter draws a member's delay before its next snapshot: up to
+// half of every.
+func newSnapJitter(every uint64) uint64 { return rand.Uint64N(every/2 + 1) }
+
 // maybeSnapshot starts a snapshot when snapshotDue, unless one is still
 // being written. Each member adds its own random delay of up to half of
 // SnapshotEvery, as ZooKeeper does, so that the members of a cluster do
@@ -65,7 +69,7 @@ func (c *Replica) maybeSnapshot() {
 		return
 	}
 	c.logBytes = 0
-	c.snapJitter = rand.Uint64N(c.cfg.SnapshotEvery/2 + 1)
+	c.snapJitter = newSnapJitter(c.cfg.SnapshotEvery)
 	start := time.Now()
 	cut := st.Cut()
 	cs := proto.Clone(c.currentConfState()).(*pb.ConfState)
