@@ -71,12 +71,7 @@ func encodeZNodes(nodes map[string]*ZNode) []byte {
 		}
 		b = append(b, flags)
 		b = appendLenBytes(b, n.Data)
-		b = binary.AppendUvarint(b, uint64(len(n.ACL)))
-		for _, a := range n.ACL {
-			b = appendLenString(b, a.Scheme)
-			b = appendLenString(b, a.ID)
-			b = binary.AppendVarint(b, int64(a.Perms))
-		}
+		b = appendZNodeACL(b, n.ACL)
 		for _, v := range n.ints() {
 			b = binary.AppendVarint(b, v)
 		}
@@ -169,7 +164,7 @@ func readZNodeRecord(r *reader) (string, *ZNode, error) {
 	case flags&znodeFlagNilData == 0:
 		n.Data = append([]byte{}, data...)
 	}
-	if n.ACL, err = readZNodeACL(r); err != nil {
+	if n.ACL, err = readZNodeACL(r, 1); err != nil {
 		return "", nil, err
 	}
 	var v [10]int64
@@ -188,13 +183,31 @@ func readZNodeRecord(r *reader) (string, *ZNode, error) {
 	return string(path), n, nil
 }
 
-func readZNodeACL(r *reader) ([]ZNodeACL, error) {
+// appendZNodeACL writes an ACL: its count, then scheme, id and perms of
+// each entry (the znode section and OpZNodeWrite share it).
+func appendZNodeACL(b []byte, acl []ZNodeACL) []byte {
+	b = binary.AppendUvarint(b, uint64(len(acl)))
+	for _, a := range acl {
+		b = appendLenString(b, a.Scheme)
+		b = appendLenString(b, a.ID)
+		b = binary.AppendVarint(b, int64(a.Perms))
+	}
+	return b
+}
+
+// readZNodeACL reads what appendZNodeACL wrote, with least to MaxZNodeACL
+// entries (a create's may be empty: apply refuses it as ZooKeeper's
+// InvalidACL, as it would the JSON op's). An empty ACL is nil.
+func readZNodeACL(r *reader, least uint64) ([]ZNodeACL, error) {
 	count, err := r.uvarint()
 	if err != nil {
 		return nil, fmt.Errorf("acl count: %w", err)
 	}
-	if count == 0 || count > MaxZNodeACL {
-		return nil, fmt.Errorf("acl count %d outside 1..%d", count, MaxZNodeACL)
+	if count < least || count > MaxZNodeACL {
+		return nil, fmt.Errorf("acl count %d outside %d..%d", count, least, MaxZNodeACL)
+	}
+	if count == 0 {
+		return nil, nil
 	}
 	acl := make([]ZNodeACL, count)
 	for i := range acl {
@@ -206,11 +219,11 @@ func readZNodeACL(r *reader) ([]ZNodeACL, error) {
 		if err != nil {
 			return nil, fmt.Errorf("acl %d id: %w", i, err)
 		}
-		perms, err := r.varint()
-		if err != nil || int64(int32(perms)) != perms {
-			return nil, fmt.Errorf("acl %d perms: bad value (%v)", i, err)
+		perms, err := readInt32(r)
+		if err != nil {
+			return nil, fmt.Errorf("acl %d perms: %w", i, err)
 		}
-		acl[i] = ZNodeACL{Scheme: string(scheme), ID: string(id), Perms: int32(perms)}
+		acl[i] = ZNodeACL{Scheme: string(scheme), ID: string(id), Perms: perms}
 	}
 	return acl, nil
 }

@@ -39,12 +39,7 @@ func NewZNodeWriteCommand(p any) (*Command, error) {
 		b = append(b, zwCreate, dataFlag(p.Data)|bit(p.Ephemeral, zwEphemeral)|bit(p.Sequential, zwSequential)|bit(p.Container, zwContainer))
 		b = appendLenString(b, p.Path)
 		b = appendLenBytes(b, p.Data)
-		b = binary.AppendUvarint(b, uint64(len(p.ACL)))
-		for _, a := range p.ACL {
-			b = appendLenString(b, a.Scheme)
-			b = appendLenString(b, a.ID)
-			b = binary.AppendVarint(b, int64(a.Perms))
-		}
+		b = appendZNodeACL(b, p.ACL)
 		b = binary.AppendVarint(b, p.TTLMS)
 		b = binary.AppendVarint(b, p.Session)
 		b = binary.AppendVarint(b, p.AtMS)
@@ -124,26 +119,8 @@ func readZWCreate(r *reader) (*ZNodeCreate, error) {
 	if c.Data, err = readData(r, flags); err != nil {
 		return nil, err
 	}
-	n, err := r.uvarint()
-	if err != nil {
-		return nil, fmt.Errorf("acl count: %w", err)
-	}
-	if n > MaxZNodeACL {
-		return nil, fmt.Errorf("acl count %d over %d", n, MaxZNodeACL)
-	}
-	if n > 0 {
-		c.ACL = make([]ZNodeACL, n)
-	}
-	for i := range c.ACL {
-		a := &c.ACL[i]
-		if a.Scheme, err = readString(r); err == nil {
-			if a.ID, err = readString(r); err == nil {
-				a.Perms, err = readInt32(r)
-			}
-		}
-		if err != nil {
-			return nil, fmt.Errorf("acl %d: %w", i, err)
-		}
+	if c.ACL, err = readZNodeACL(r, 0); err != nil {
+		return nil, err
 	}
 	for _, f := range []*int64{&c.TTLMS, &c.Session, &c.AtMS} {
 		if *f, err = r.varint(); err != nil {

@@ -27,25 +27,26 @@ func (c *Replica) run() {
 			c.node.Tick()
 		case rd := <-c.node.Ready():
 			if err := c.handleReady(rd); err != nil {
-				c.log.Error("raft loop stopped", "err", err)
-				select {
-				case c.failed <- err:
-				default:
-				}
+				c.stopOn(err)
 				return
 			}
 		case r := <-c.snapDone:
 			if err := c.snapshotDone(r); err != nil {
-				c.log.Error("raft loop stopped", "err", err)
-				select {
-				case c.failed <- err:
-				default:
-				}
+				c.stopOn(err)
 				return
 			}
 		case <-c.stopc:
 			return
 		}
+	}
+}
+
+// stopOn reports the error that stops the raft loop (Failed).
+func (c *Replica) stopOn(err error) {
+	c.log.Error("raft loop stopped", "err", err)
+	select {
+	case c.failed <- err:
+	default:
 	}
 }
 
