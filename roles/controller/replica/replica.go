@@ -198,10 +198,26 @@ func Open(cfg Config) (*Replica, error) {
 // Start runs the raft loop and its helpers (forwarding, reads, learner
 // promotion). The hooks must be ready: they run from now on.
 func (c *Replica) Start() {
+	c.advanceElection()
 	go c.run()
 	go c.forwardLoop()
 	go c.reads.run()
 	go c.promoteLoop()
+}
+
+// advanceElection fast-forwards a starting member's election clock to two
+// ticks short of the election timeout, as etcd does on boot
+// (--initial-election-tick-advance). A whole cluster restarting then
+// elects a leader about one election timeout sooner (a restart of 1,000,000
+// keys: 3.0-3.3 s to the first write before). Two ticks are left for a
+// running leader's heartbeat to arrive; if this member campaigns anyway,
+// PreVote and CheckQuorum make the others refuse while their leader is
+// alive, so nothing is disrupted. The ticks are queued before the loop runs
+// and delivered by raft's own goroutine.
+func (c *Replica) advanceElection() {
+	for range min(c.cfg.ElectionTicks-2, 100) { // raft queues 128 ticks
+		c.node.Tick()
+	}
 }
 
 // Abort undoes Open when the controller could not start around it.
