@@ -16,12 +16,15 @@ import (
 // on their own filesystem, and in the scratch image the only program is
 // /corral: `corral dev` is a long-running one that needs nothing outside
 // its task directory (its data dir is relative to it) and listens on
-// loopback ports the kernel picks, so two can share a worker.
+// loopback ports the kernel picks, so two can share a worker. Its
+// ZooKeeper port (127.0.0.1:2181 by default) is off: the second of two
+// on one worker failed to bind it and exited, which is what happens when
+// a stopped worker's allocation moves next to the other.
 const composeJob = `{
   "name": "idle", "type": "service", "count": 2,
   "task": {
     "command": "/corral",
-    "args": ["dev", "--data-dir=dev", "--http-addr=127.0.0.1:0", "--cluster-addr=127.0.0.1:0", "--log-level=warn"],
+    "args": ["dev", "--data-dir=dev", "--http-addr=127.0.0.1:0", "--cluster-addr=127.0.0.1:0", "--zk-addr=", "--log-level=warn"],
     "resources": {"cpu_millis": 10, "memory_mb": 32}
   }
 }`
