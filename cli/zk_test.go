@@ -3,19 +3,16 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"math"
 	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
+
+	"github.com/corral-dev/corral/roles/controller/zk/zktest"
 )
 
 func TestValidZNodePath(t *testing.T) {
@@ -88,84 +85,14 @@ func TestZKImportNoServer(t *testing.T) {
 	require.Less(t, time.Since(start), 10*time.Second)
 }
 
-// zookeeperJar is Debian's zookeeper package (3.8).
-const zookeeperJar = "/usr/share/java/zookeeper.jar"
-
-// startRealZK starts a standalone ZooKeeper 3.8 on a free port and returns its address; the test's cleanup kills
-// it. Copied from roles/controller/zk/jute/realzk_test.go's startRealZooKeeper (test code is not imported across
-// packages): keep the two in step. It needs java and /usr/share/java/zookeeper.jar (apt-get install zookeeper);
-// without them it fails, unless -short skips the test.
+// startRealZK starts a standalone ZooKeeper 3.8 (zktest.Start) and returns its address; the test's cleanup kills
+// it. Without java and Debian's zookeeper package it fails, unless -short skips the test.
 func startRealZK(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts a JVM")
 	}
-	java, err := exec.LookPath("java")
-	if err != nil {
-		t.Fatal("no java: apt-get install zookeeper (./.ci/run does), or run with -short to skip the ZooKeeper tests")
-	}
-	if _, err := os.Stat(zookeeperJar); err != nil {
-		t.Fatal("no " + zookeeperJar + ": apt-get install zookeeper (./.ci/run does), or run with -short to skip the ZooKeeper tests")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "zoo.cfg")
-	require.NoError(t, os.WriteFile(cfg, []byte("tickTime=500\n"+
-		"dataDir="+filepath.Join(dir, "data")+"\n"+
-		"clientPort="+strconv.Itoa(port)+"\n"+
-		"clientPortAddress=127.0.0.1\n"+
-		"admin.enableServer=false\n"+
-		"4lw.commands.whitelist=*\n"+
-		"minSessionTimeout=1000\nmaxSessionTimeout=60000\n"), 0o600))
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, java,
-		"-Dzookeeper.extendedTypesEnabled=true", // TTL nodes
-		"-Dzookeeper.log.dir="+dir, "-Xmx256m",
-		"-cp", zookeeperJar, "org.apache.zookeeper.server.ZooKeeperServerMain", cfg)
-	out, err := os.Create(filepath.Join(dir, "zookeeper.log"))
-	require.NoError(t, err)
-	cmd.Stdout, cmd.Stderr = out, out
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		cancel() // kills the JVM this test started
-		_ = cmd.Wait()
-		out.Close()
-	})
-
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	deadline := time.Now().Add(60 * time.Second) // a JVM on a busy 2-core machine
-	for {
-		// Listening is not serving: until its database is loaded ZooKeeper drops connect requests, and says so
-		// to srvr.
-		answer, err := zkFourLetters(addr, "srvr")
-		if err == nil && strings.Contains(answer, "Mode: ") {
-			return addr
-		}
-		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(out.Name())
-			t.Fatalf("ZooKeeper did not serve on %s within a minute: %v %q\n%s", addr, err, answer, log)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// zkFourLetters sends a four-letter word and returns the whole answer.
-func zkFourLetters(addr, word string) (string, error) {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		return "", err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := c.Write([]byte(word)); err != nil {
-		return "", err
-	}
-	out, err := io.ReadAll(c)
-	return string(out), err
+	return zktest.Start(t, 1).Addrs[0]
 }
 
 // testZKConn opens a session with addr for the test, with auths added (SCHEME:AUTH).

@@ -6,12 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +15,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/stretchr/testify/require"
+
+	"github.com/corral-dev/corral/roles/controller/zk/zktest"
 )
 
 // Clients no one here wrote, against every ZooKeeper-protocol target (issue 20, item 3): Debian's python3-kazoo
@@ -78,26 +76,11 @@ func startCorralZK(t *testing.T, servers int) *zkEnsemble {
 	c.startAll()
 	c.waitLeader(60 * time.Second)
 	for _, a := range e.addrs {
-		waitZKServing(t, a, 60*time.Second)
+		zktest.WaitServing(t, a, 60*time.Second)
 	}
 	e.leader = func(t *testing.T) int { return int(c.waitMajorityLeader(60*time.Second)) - 1 }
 	e.kill = func(t *testing.T, i int) { c.kill(uint64(i + 1)) }
 	return e
-}
-
-const zookeeperJar = "/usr/share/java/zookeeper.jar"
-
-// needZooKeeper fails the test unless java and Debian's zookeeper package are installed; it returns java's path.
-func needZooKeeper(t *testing.T) string {
-	t.Helper()
-	java, err := exec.LookPath("java")
-	if err != nil {
-		t.Fatal("no java: apt-get install zookeeper (./.ci/run does), or run with -short to skip the ZooKeeper tools tests")
-	}
-	if _, err := os.Stat(zookeeperJar); err != nil {
-		t.Fatal("no " + zookeeperJar + ": apt-get install zookeeper (./.ci/run does), or run with -short to skip the ZooKeeper tools tests")
-	}
-	return java
 }
 
 // needKazoo returns a python3 that imports kazoo: Debian's (/usr/bin/python3, where python3-kazoo installs it)
@@ -113,153 +96,16 @@ func needKazoo(t *testing.T) string {
 	return ""
 }
 
-// zkServer is one ZooKeeper JVM started by startRealZK.
-type zkServer struct {
-	addr    string
-	logPath string
-	cmd     *exec.Cmd
-	exited  chan struct{}
-}
-
-// startRealZK starts Debian's ZooKeeper 3.8: standalone for one server, a quorum (QuorumPeerMain) for more. The
-// single-server setup is the one of roles/controller/zk/jute/realzk_test.go (startRealZooKeeper), copied rather
-// than imported (test code is not shared across packages): keep them in step.
+// startRealZK starts Debian's ZooKeeper 3.8 (zktest.Start: standalone for one server, a quorum for more) and keeps
+// each server's log as an artifact if the test fails.
 func startRealZK(t *testing.T, servers int) *zkEnsemble {
 	t.Helper()
-	java := needZooKeeper(t)
-	dir := t.TempDir()
-	type ports struct{ client, quorum, election string }
-	ps := make([]ports, servers)
-	for i := range ps {
-		ps[i] = ports{freeAddr(t), freeAddr(t), freeAddr(t)}
+	z := zktest.Start(t, servers, zktest.OnFailure(func(_ int, logPath string) { saveArtifact(t, logPath) }))
+	return &zkEnsemble{
+		addrs:  z.Addrs,
+		leader: func(t *testing.T) int { return z.Leader(t) },
+		kill:   func(t *testing.T, i int) { z.Kill(t, i) },
 	}
-	var members strings.Builder
-	if servers > 1 {
-		for i, p := range ps {
-			_, q, _ := net.SplitHostPort(p.quorum)
-			_, e, _ := net.SplitHostPort(p.election)
-			fmt.Fprintf(&members, "server.%d=127.0.0.1:%s:%s\n", i+1, q, e)
-		}
-	}
-	zs := make([]*zkServer, servers)
-	for i, p := range ps {
-		sdir := filepath.Join(dir, fmt.Sprintf("zk-%d", i+1))
-		data := filepath.Join(sdir, "data")
-		require.NoError(t, os.MkdirAll(data, 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(data, "myid"), []byte(strconv.Itoa(i+1)+"\n"), 0o644))
-		_, port, _ := net.SplitHostPort(p.client)
-		cfg := filepath.Join(sdir, "zoo.cfg")
-		require.NoError(t, os.WriteFile(cfg, []byte("tickTime=500\n"+
-			"initLimit=20\nsyncLimit=5\n"+
-			"dataDir="+data+"\n"+
-			"clientPort="+port+"\n"+
-			"clientPortAddress=127.0.0.1\n"+
-			"admin.enableServer=false\n"+
-			"4lw.commands.whitelist=*\n"+
-			"minSessionTimeout=1000\nmaxSessionTimeout=60000\n"+
-			members.String()), 0o600))
-		main := "org.apache.zookeeper.server.ZooKeeperServerMain"
-		if servers > 1 {
-			main = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
-		}
-		z := &zkServer{addr: p.client, logPath: filepath.Join(sdir, "zookeeper.log"), exited: make(chan struct{})}
-		logf, err := os.Create(z.logPath)
-		require.NoError(t, err)
-		z.cmd = exec.Command(java,
-			"-Dzookeeper.extendedTypesEnabled=true", // TTL nodes
-			"-Dzookeeper.log.dir="+sdir, "-Xmx192m",
-			"-cp", zookeeperJar, main, cfg)
-		z.cmd.Stdout, z.cmd.Stderr = logf, logf
-		require.NoError(t, z.cmd.Start())
-		go func() {
-			_ = z.cmd.Wait()
-			logf.Close()
-			close(z.exited)
-		}()
-		zs[i] = z
-	}
-	t.Cleanup(func() {
-		for i, z := range zs {
-			_ = z.cmd.Process.Kill() // the JVMs this test started
-			<-z.exited
-			if t.Failed() {
-				saveArtifact(t, z.logPath)
-				t.Logf("--- last log lines of ZooKeeper %d ---\n%s", i+1, lastLines(z.logPath, 30))
-			}
-		}
-	})
-	e := &zkEnsemble{}
-	for _, z := range zs {
-		waitZKServing(t, z.addr, 90*time.Second) // JVMs on a busy 2-core machine
-		e.addrs = append(e.addrs, z.addr)
-	}
-	e.leader = func(t *testing.T) int {
-		t.Helper()
-		if servers == 1 {
-			return 0
-		}
-		deadline := time.Now().Add(60 * time.Second)
-		for {
-			for i, z := range zs {
-				if out, err := zkFourLetters(z.addr, "srvr"); err == nil && strings.Contains(out, "Mode: leader") {
-					return i
-				}
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("no ZooKeeper server says it leads (srvr) within a minute")
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
-	e.kill = func(t *testing.T, i int) {
-		_ = zs[i].cmd.Process.Kill() // SIGKILL
-		<-zs[i].exited
-	}
-	return e
-}
-
-// waitZKServing polls a server with srvr until it serves: listening is not serving (a ZooKeeper loading its
-// database, or a quorum member without a leader, answers that it is not serving requests).
-func waitZKServing(t *testing.T, addr string, timeout time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		out, err := zkFourLetters(addr, "srvr")
-		if err == nil && strings.Contains(out, "Mode: ") {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no ZooKeeper service on %s within %s: %v %q", addr, timeout, err, out)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// zkFourLetters sends a four-letter word and returns the whole answer.
-func zkFourLetters(addr, word string) (string, error) {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		return "", err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := c.Write([]byte(word)); err != nil {
-		return "", err
-	}
-	out, err := io.ReadAll(c)
-	return string(out), err
-}
-
-func lastLines(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // recipeLine is one JSON line of recipes.py: a recipe's result, or a progress event in --loop mode.
@@ -436,7 +282,7 @@ func parseZkCliScript(t *testing.T, path string) []zkCliStep {
 // command's output.
 func TestZKTools_ZkCli(t *testing.T) {
 	targets := zkTargets(t)
-	java := needZooKeeper(t)
+	java := zktest.Need(t)
 	const script = "testdata/zk/zkcli_script.txt"
 	steps := parseZkCliScript(t, script)
 	for _, tg := range targets {
@@ -451,7 +297,7 @@ func TestZKTools_ZkCli(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, java, "-cp", "/etc/zookeeper/conf:"+zookeeperJar,
+			cmd := exec.CommandContext(ctx, java, "-cp", "/etc/zookeeper/conf:"+zktest.Jar,
 				"org.apache.zookeeper.ZooKeeperMain", "-waitforconnection", "-server", strings.Join(e.addrs, ","))
 			cmd.Stdin = strings.NewReader(in.String())
 			var out bytes.Buffer

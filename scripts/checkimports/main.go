@@ -33,6 +33,20 @@ type rule struct {
 	// codeOnly rules hold for the package's own code, not its tests
 	// (a determinism test may well use randomness to generate inputs).
 	codeOnly bool
+	// outsideOnly, when set, lists the only outside modules (first path
+	// element with a dot) the package may import; the standard library
+	// stays allowed.
+	outsideOnly []string
+}
+
+// testSupport are packages only tests may import, as the standard
+// library's net/http/httptest: ordinary packages because test code cannot
+// be imported across packages. A test's import of one is exempt from the
+// rules (not the layers): jute's tests may start a ZooKeeper with zktest
+// though jute's code imports nothing of ours; any package's code importing
+// one is a violation.
+var testSupport = []struct{ pkg, why string }{
+	{"roles/controller/zk/zktest", "zktest starts real ZooKeeper servers (JVMs) for tests: only _test.go files may import it"},
 }
 
 // layers are the top-level layers, lowest first: a package may import
@@ -73,6 +87,8 @@ var rules = []rule{
 		why: "cli/ starts roles through roles/ (RunController, RunWorker, RunCombined) only"},
 	{pkg: "client/...", deny: []string{"..."},
 		why: "the Go client depends on nothing of ours, so users can import it alone"},
+	{pkg: "roles/controller/zk/zktest", deny: []string{"..."}, outsideOnly: []string{"github.com/stretchr/testify/..."},
+		why: "zktest is test support every layer's tests may import: the standard library and testing helpers only"},
 }
 
 type pkgInfo struct {
@@ -166,8 +182,22 @@ func checkImport(rel, imp string, fromTests bool) []string {
 				display(rel), display(target), layerNames()))
 		}
 	}
+	if ours {
+		for _, ts := range testSupport {
+			if match(ts.pkg, target) {
+				if !fromTests {
+					return append(out, fmt.Sprintf("%s imports %s: %s", display(rel), imp, ts.why))
+				}
+				return out // a test's import of test support: exempt from the rules
+			}
+		}
+	}
 	for _, r := range rules {
 		if !match(r.pkg, rel) || (r.codeOnly && fromTests) {
+			continue
+		}
+		if r.outsideOnly != nil && !ours && strings.Contains(strings.SplitN(target, "/", 2)[0], ".") && !matchAny(r.outsideOnly, target) {
+			out = append(out, fmt.Sprintf("%s imports %s: %s", display(rel), imp, r.why))
 			continue
 		}
 		for _, d := range r.deny {
@@ -200,6 +230,15 @@ func isStdPattern(d string) bool {
 	switch strings.TrimSuffix(d, "/...") {
 	case "os", "net", "time", "math/rand", "math/rand/v2", "crypto/rand":
 		return true
+	}
+	return false
+}
+
+func matchAny(patterns []string, p string) bool {
+	for _, pat := range patterns {
+		if match(pat, p) {
+			return true
+		}
 	}
 	return false
 }

@@ -33,6 +33,16 @@ func TestCheckImport(t *testing.T) {
 		{"roles/controller/zk", module + "/roles/controller/replica", false, "works through the Backend it declares"},
 		{"roles/controller/zk", module + "/roles/controller/zk/watch", true, ""},
 		{"roles/controller/zk/watch", "time", false, "the watch registry is pure"},
+		{"roles/controller/zk/jute", module + "/roles/controller/zk/zktest", true, ""},
+		{"cli", module + "/roles/controller/zk/zktest", true, ""},
+		{"integration", module + "/roles/controller/zk/zktest", true, ""},
+		{"roles/controller/zk", module + "/roles/controller/zk/zktest", false, "only _test.go files"},
+		{"cli", module + "/roles/controller/zk/zktest", false, "only _test.go files"},
+		{"metadata", module + "/roles/controller/zk/zktest", true, "lower layer"},
+		{"roles/controller/zk/zktest", "os/exec", false, ""},
+		{"roles/controller/zk/zktest", "github.com/stretchr/testify/require", false, ""},
+		{"roles/controller/zk/zktest", "github.com/go-zookeeper/zk", false, "standard library and testing helpers only"},
+		{"roles/controller/zk/zktest", module + "/roles/controller/zk/jute", false, "standard library and testing helpers only"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.pkg+"->"+tc.imp, func(t *testing.T) {

@@ -2,7 +2,6 @@ package jute_test
 
 import (
 	"context"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -11,13 +10,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/corral-dev/corral/roles/controller/zk/jute"
+	"github.com/corral-dev/corral/roles/controller/zk/zktest"
 )
 
 // ZooKeeper's own Java client (zkCli's ZooKeeperMain, from Debian's
 // zookeeper package) against the scripted server of interop_test.go: the
 // reference client, which Curator builds on, sends the readOnly flag
-// go-zookeeper omits, and must read what jute encodes. Skipped without
-// java and the package.
+// go-zookeeper omits, and must read what jute encodes. It fails without
+// java and the package (zktest.Need), unless -short skips it.
 
 // runZkCli runs one zkCli command against a fake server that answers each
 // request with answer, and returns the command's output, the connect
@@ -27,7 +27,7 @@ func runZkCli(t *testing.T, answer func(jute.Request) (jute.Code, jute.Record), 
 	s := startFakeZK(t, 0x5eed, []byte("0123456789abcdef"))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "java", append([]string{"-cp", "/etc/zookeeper/conf:" + zookeeperJar,
+	cmd := exec.CommandContext(ctx, "java", append([]string{"-cp", "/etc/zookeeper/conf:" + zktest.Jar,
 		"org.apache.zookeeper.ZooKeeperMain", "-server", s.addr()}, args...)...)
 	done := async(func() struct {
 		out []byte
@@ -64,12 +64,7 @@ func TestJavaClient(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts JVMs")
 	}
-	if _, err := exec.LookPath("java"); err != nil {
-		t.Fatal("no java: apt-get install zookeeper (./.ci/run does), or run with -short to skip the ZooKeeper interop tests")
-	}
-	if _, err := os.Stat(zookeeperJar); err != nil {
-		t.Fatal("no " + zookeeperJar + ": apt-get install zookeeper (./.ci/run does), or run with -short to skip the ZooKeeper interop tests")
-	}
+	zktest.Need(t)
 	answer := func(req jute.Request) (jute.Code, jute.Record) {
 		switch b := req.Body.(type) {
 		case *jute.CreateRequest:

@@ -1,21 +1,16 @@
 package jute_test
 
 import (
-	"context"
 	"errors"
 	"io"
 	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/corral-dev/corral/roles/controller/zk/jute"
+	"github.com/corral-dev/corral/roles/controller/zk/zktest"
 )
 
 // This file turns the cross-check around: a client made of this package
@@ -27,84 +22,16 @@ import (
 // (every reply decodes and consumes exactly the bytes sent).
 //
 // It needs java and /usr/share/java/zookeeper.jar (apt-get install
-// zookeeper); without them they fail, unless -short skips them.
+// zookeeper); without them they fail (zktest.Need), unless -short skips them.
 
-const zookeeperJar = "/usr/share/java/zookeeper.jar"
-
+// startRealZooKeeper starts a standalone ZooKeeper (zktest.Start) and
+// returns its address; -short skips the test instead.
 func startRealZooKeeper(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts a JVM")
 	}
-	java, err := exec.LookPath("java")
-	if err != nil {
-		t.Fatal("no java: apt-get install zookeeper (./.ci/run does), or run with -short to skip the ZooKeeper interop tests")
-	}
-	if _, err := os.Stat(zookeeperJar); err != nil {
-		t.Fatal("no " + zookeeperJar + ": apt-get install zookeeper (./.ci/run does), or run with -short to skip the ZooKeeper interop tests")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "zoo.cfg")
-	require.NoError(t, os.WriteFile(cfg, []byte("tickTime=500\n"+
-		"dataDir="+filepath.Join(dir, "data")+"\n"+
-		"clientPort="+strconv.Itoa(port)+"\n"+
-		"clientPortAddress=127.0.0.1\n"+
-		"admin.enableServer=false\n"+
-		"4lw.commands.whitelist=*\n"+
-		"minSessionTimeout=1000\nmaxSessionTimeout=60000\n"), 0o600))
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, java,
-		"-Dzookeeper.extendedTypesEnabled=true", // TTL nodes
-		"-Dzookeeper.log.dir="+dir, "-Xmx256m",
-		"-cp", zookeeperJar, "org.apache.zookeeper.server.ZooKeeperServerMain", cfg)
-	out, err := os.Create(filepath.Join(dir, "zookeeper.log"))
-	require.NoError(t, err)
-	cmd.Stdout, cmd.Stderr = out, out
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		cancel() // kills the JVM this test started
-		_ = cmd.Wait()
-		out.Close()
-	})
-
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	deadline := time.Now().Add(60 * time.Second) // a JVM on a busy 2-core machine
-	for {
-		// Listening is not serving: until its database is loaded ZooKeeper
-		// drops connect requests, and says so to srvr.
-		answer, err := fourLetters(addr, "srvr")
-		if err == nil && strings.Contains(answer, "Mode: ") {
-			return addr
-		}
-		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(out.Name())
-			t.Fatalf("ZooKeeper did not serve on %s within a minute: %v %q\n%s", addr, err, answer, log)
-		}
-		select {
-		case <-time.After(100 * time.Millisecond):
-		case <-ctx.Done():
-		}
-	}
-}
-
-// fourLetters sends a four-letter word and returns the whole answer.
-func fourLetters(addr, word string) (string, error) {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		return "", err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(waitFor))
-	if _, err := c.Write([]byte(word)); err != nil {
-		return "", err
-	}
-	out, err := io.ReadAll(c)
-	return string(out), err
+	return zktest.Start(t, 1).Addrs[0]
 }
 
 // juteClient is a bare ZooKeeper client made of this package.
@@ -406,7 +333,7 @@ func TestRealZooKeeperFourLetterWords(t *testing.T) {
 		case "hash":
 			continue // answers nothing while the tree digest is off
 		}
-		out, err := fourLetters(addr, w)
+		out, err := zktest.FourLetters(addr, w)
 		require.NoError(t, err, w)
 		require.NotEmpty(t, out, "ZooKeeper did not answer %q", w)
 		if w == "ruok" {
