@@ -177,3 +177,25 @@ func TestController_SnapshotOffTheRaftLoop(t *testing.T) {
 }
 
 func countPrefix(c *Controller, prefix string) int { return len(c.State().Range(prefix, 0)) }
+
+// A restarted follower knows its persisted term before any new HardState:
+// with no write since, raft sends it none, and a leadership transfer to it
+// (MsgTimeoutNow, checked against this term) was dropped as not from the
+// leader.
+func TestController_RestartedFollowerKnowsItsTerm(t *testing.T) {
+	mc := newMemCluster(t, 3, nil)
+	lead := mc.waitLeader(mc.ids()...)
+	_, err := mc.put(lead, "k", "v")
+	require.NoError(t, err)
+	f := mc.others(lead)[0]
+	term := mc.node(lead).r.Term()
+	// The follower has persisted the leader's commit: its restart then
+	// brings no new HardState.
+	require.Eventually(t, func() bool {
+		return mc.node(f).State().AppliedIndex() == mc.node(lead).State().AppliedIndex()
+	}, 10*time.Second, 10*time.Millisecond)
+	mc.stopNode(f)
+	mc.start(f)
+	require.Eventually(t, func() bool { return mc.node(f).r.LeaderID() == lead }, 10*time.Second, 10*time.Millisecond)
+	require.Equal(t, term, mc.node(f).r.Term())
+}

@@ -348,6 +348,12 @@ func (c *Replica) startRaft() error {
 	if err != nil {
 		return fmt.Errorf("read raft state: %w", err)
 	}
+	// The persisted term, not 0, until a Ready brings a new HardState:
+	// raft sends none while the term and commit stay put, and validate.go
+	// checks a leader's MsgTimeoutNow against this term (a restarted
+	// follower dropped its leadership transfer as "not_from_leader").
+	c.term.Store(hs.GetTerm())
+	c.commit.Store(hs.GetCommit())
 	snap, err := c.store.Snapshot()
 	if err != nil {
 		return fmt.Errorf("read raft snapshot: %w", err)
