@@ -7,7 +7,10 @@ import (
 	"math"
 	"math/rand/v2"
 	"net"
+	"os"
+	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -175,6 +178,34 @@ var lockModel = porcupine.NondeterministicModel{
 		return nil
 	},
 	Equal: func(a, b interface{}) bool { return a.(lockState) == b.(lockState) },
+}
+
+// checkHistory checks ops against model. When they are not linearizable
+// it saves porcupine's visualization (the longest linearizable prefixes and
+// where each gets stuck) and the raw operations as artifacts, so that a
+// failure in CI can be read afterwards: a rare one cannot be rerun at will.
+func checkHistory(t *testing.T, name string, model porcupine.Model, ops []porcupine.Operation) porcupine.CheckResult {
+	t.Helper()
+	res, info := porcupine.CheckOperationsVerbose(model, ops, 60*time.Second)
+	if res == porcupine.Ok {
+		return res
+	}
+	dir := filepath.Join("artifacts", strings.ReplaceAll(t.Name(), "/", "_"))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Logf("save %s history: %v", name, err)
+		return res
+	}
+	html := filepath.Join(dir, name+"-history.html")
+	if err := porcupine.VisualizePath(model, info, html); err != nil {
+		t.Logf("visualize %s history: %v", name, err)
+	}
+	var raw strings.Builder
+	for _, op := range ops {
+		fmt.Fprintf(&raw, "client=%d call=%d return=%d input=%+v output=%+v\n", op.ClientId, op.Call, op.Return, op.Input, op.Output)
+	}
+	_ = os.WriteFile(filepath.Join(dir, name+"-history.txt"), []byte(raw.String()), 0o644)
+	t.Logf("%s history (%d operations): %s and %s-history.txt", name, len(ops), html, name)
+	return res
 }
 
 // definite reports whether a failed call certainly had no effect.
@@ -437,9 +468,9 @@ func TestLinearizability_KVAndLocksUnderLeaderFaults(t *testing.T) {
 
 	// Linearizability of the KV and try-lock histories.
 	t.Logf("checking %d kv and %d lock operations", len(r.kv), len(r.lock))
-	res := porcupine.CheckOperationsTimeout(kvModel.ToModel(), r.kv, 60*time.Second)
+	res := checkHistory(t, "kv", kvModel.ToModel(), r.kv)
 	require.Equal(t, porcupine.Ok, res, "KV history is not linearizable (or the check timed out)")
-	res = porcupine.CheckOperationsTimeout(lockModel.ToModel(), r.lock, 60*time.Second)
+	res = checkHistory(t, "lock", lockModel.ToModel(), r.lock)
 	require.Equal(t, porcupine.Ok, res, "lock history is not linearizable (or the check timed out)")
 
 	// Lock checker: in fencing order, every tenure ended before the next began.
