@@ -32,6 +32,14 @@ type MemNetwork struct {
 	dropRate float64
 	minDelay time.Duration
 	maxDelay time.Duration
+	hold     func(from uint64, m *raftpb.Message) bool
+	held     []heldMessage
+}
+
+// heldMessage is a message Hold kept back, with its sender.
+type heldMessage struct {
+	from *memTransport
+	m    *raftpb.Message
 }
 
 // NewMemNetwork returns an empty network whose randomness derives from seed.
@@ -101,6 +109,45 @@ func (n *MemNetwork) SetDelay(min, max time.Duration) {
 	n.mu.Lock()
 	n.minDelay, n.maxDelay = min, max
 	n.mu.Unlock()
+}
+
+// Hold keeps back every message for which match returns true (nil: none)
+// until ReleaseHeld, as a paused process keeps what is in its socket: the
+// way to make one message arrive after the cluster moved on.
+func (n *MemNetwork) Hold(match func(from uint64, m *raftpb.Message) bool) {
+	n.mu.Lock()
+	n.hold = match
+	n.mu.Unlock()
+}
+
+// Held returns how many messages are held back.
+func (n *MemNetwork) Held() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return len(n.held)
+}
+
+// ReleaseHeld stops holding and delivers the held messages in the order
+// they were sent, under the partitions in force now.
+func (n *MemNetwork) ReleaseHeld() {
+	n.mu.Lock()
+	held := n.held
+	n.hold, n.held = nil, nil
+	n.mu.Unlock()
+	for _, h := range held {
+		h.from.arrive(h.m.GetTo(), h.m)
+	}
+}
+
+// holds keeps m back if the Hold filter wants it; m is already a clone.
+func (n *MemNetwork) holds(from *memTransport, m *raftpb.Message) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.hold == nil || !n.hold(from.id, m) {
+		return false
+	}
+	n.held = append(n.held, heldMessage{from: from, m: m})
+	return true
 }
 
 // Isolate cuts id off from every other node until Heal.
@@ -224,6 +271,9 @@ func (t *memTransport) Send(msgs []*raftpb.Message) {
 			continue
 		}
 		c := proto.Clone(m).(*raftpb.Message)
+		if t.net.holds(t, c) {
+			continue
+		}
 		if delay <= 0 {
 			t.arrive(to, c)
 		} else {
