@@ -17,7 +17,23 @@ import "fmt"
 //     controller should stop applying rather than diverge.
 //
 // Apply is deterministic: it reads nothing but the state and its arguments.
+// It does not check a command's proposal term: see ApplyEntry, which every
+// replica (and every replay of a log) must use for raft entries.
 func (s *State) Apply(index uint64, data []byte) (id uint64, res Result) {
+	return s.ApplyEntry(index, 0, data)
+}
+
+// ApplyEntry is Apply for the raft entry at index of term: a command whose
+// proposal term (Command.Term, when set) differs from term is skipped like
+// an undecodable one — the applied index advances, nothing else changes —
+// and res.Err wraps ErrTermChanged. Such a proposal crossed a leader change
+// (it sat in a deposed leader's inbox and was forwarded on, say), so its
+// proposer already gave up on it and may have retried: applying it too
+// would apply a request twice, or after its client moved on. An entry that
+// the proposer's own term appended commits before any later term's
+// entries or never, so a retry in a later term always sees its effect.
+// term 0 disables the check.
+func (s *State) ApplyEntry(index, term uint64, data []byte) (id uint64, res Result) {
 	var (
 		c      *Command
 		decErr error
@@ -38,6 +54,8 @@ func (s *State) Apply(index uint64, data []byte) (id uint64, res Result) {
 		return 0, Result{Revision: s.revision}
 	case decErr != nil:
 		return id, Result{Revision: s.revision, Err: fmt.Errorf("apply index %d: %w", index, decErr)}
+	case term != 0 && c.Term != 0 && c.Term != term:
+		return c.ID, Result{Revision: s.revision, Err: fmt.Errorf("apply index %d: %w (proposed in term %d, appended in term %d)", index, ErrTermChanged, c.Term, term)}
 	}
 	return c.ID, s.applyCommand(c)
 }

@@ -225,3 +225,39 @@ func TestValidate(t *testing.T) {
 	require.NoError(t, ValidateValue(make([]byte, MaxValueLen)))
 	require.ErrorIs(t, ValidateValue(make([]byte, MaxValueLen+1)), ErrTooLarge)
 }
+
+// An entry appended in another term than its proposer's is skipped on
+// every replica: only the applied index moves, and the proposer learns why.
+func TestApplyEntrySkipsAProposalFromAnotherTerm(t *testing.T) {
+	s := New()
+	_, res := s.ApplyEntry(1, 3, (&Command{ID: 1, Term: 3, Op: OpPut, Key: "k", Value: []byte("v")}).Marshal())
+	require.NoError(t, res.Err)
+	before, err := s.Snapshot()
+	require.NoError(t, err)
+
+	late := (&Command{ID: 2, Term: 3, Op: OpPut, Key: "k", Value: []byte("late")}).Marshal()
+	id, res := s.ApplyEntry(2, 4, late)
+	require.Equal(t, uint64(2), id, "the proposer's waiter is told")
+	require.ErrorIs(t, res.Err, ErrTermChanged)
+	require.Equal(t, int64(1), res.Revision)
+	require.Equal(t, uint64(2), s.AppliedIndex())
+	kv, _ := s.Get("k")
+	require.Equal(t, "v", string(kv.Value))
+	s2, err := Restore(before)
+	require.NoError(t, err)
+	_, _ = s2.Apply(2, nil)
+	want, err := s2.Snapshot()
+	require.NoError(t, err)
+	after, err := s.Snapshot()
+	require.NoError(t, err)
+	require.Equal(t, want, after, "only the applied index may change")
+
+	// A command without a term (format 1, older proposers) and an entry
+	// without one (Apply, term 0) are not checked.
+	_, res = s.ApplyEntry(3, 9, (&Command{Op: OpPut, Key: "k", Value: []byte("old")}).Marshal())
+	require.NoError(t, res.Err)
+	_, res = s.Apply(4, late)
+	require.NoError(t, res.Err)
+	kv, _ = s.Get("k")
+	require.Equal(t, "late", string(kv.Value))
+}

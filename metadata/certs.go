@@ -178,7 +178,7 @@ func (s *State) Revocations() []Revocation {
 // AffectsRevocations reports whether a log entry may change the deny-list,
 // from its header alone.
 func AffectsRevocations(entry []byte) bool {
-	return len(entry) >= 2 && entry[0] == CommandFormatV1 && Op(entry[1]).Base() == OpCertRevoke
+	return len(entry) >= 2 && isCommandFormat(entry[0]) && Op(entry[1]).Base() == OpCertRevoke
 }
 
 // checkRevocations refuses a snapshot whose deny-list is inconsistent.

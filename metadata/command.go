@@ -6,9 +6,18 @@ import (
 	"strconv"
 )
 
-// CommandFormatV1 is the first byte of every command record written by this
-// version. See docs/ENCODING.md.
+// CommandFormatV1 is the first byte of a command record without a proposal
+// term. See docs/ENCODING.md.
 const CommandFormatV1 = 1
+
+// CommandFormatV2 is the first byte of a command record that carries the
+// term its proposer was in (Command.Term): an entry that a leader of
+// another term appended is not applied. See docs/ENCODING.md.
+const CommandFormatV2 = 2
+
+// isCommandFormat reports whether b is a command format this binary reads;
+// the op is the second byte in every one of them.
+func isCommandFormat(b byte) bool { return b == CommandFormatV1 || b == CommandFormatV2 }
 
 // Op identifies what a Command does. Values 1..127 name operations; the high
 // bit is IgnoreUnknownTypeFlag.
@@ -56,7 +65,13 @@ func (o Op) String() string {
 // Command is one replicated state-machine operation, the payload of a raft
 // log entry. Use Marshal to produce the log bytes.
 type Command struct {
-	ID           uint64 // proposer's request id; used only to wake the waiter
+	ID uint64 // proposer's request id; used only to wake the waiter
+	// Term is the raft term the proposer was in when it proposed (0: not
+	// checked). Apply skips an entry whose raft term differs: a proposal
+	// that reached a leader of a later term only after a leader change
+	// (through a paused leader's inbox, say) would otherwise commit after
+	// its client was told to retry, and both attempts could take effect.
+	Term         uint64
 	Op           Op
 	Key          string // for OpSetClusterID: the cluster id
 	Value        []byte
@@ -132,17 +147,27 @@ var opNames = map[Op]string{
 // id, uvarint payload length, op-specific payload. The encoding is canonical.
 func (c *Command) Marshal() []byte {
 	if !isKVOp(c.Op) {
-		b := make([]byte, 0, 2+binary.MaxVarintLen64*2+len(c.payload))
-		b = append(b, CommandFormatV1, byte(c.Op))
-		b = binary.AppendUvarint(b, c.ID)
+		b := make([]byte, 0, 2+binary.MaxVarintLen64*3+len(c.payload))
+		b = c.appendHeader(b)
 		return appendLenBytes(b, c.payload)
 	}
 	n := c.kvPayloadLen()
-	b := make([]byte, 0, 2+binary.MaxVarintLen64*2+n)
-	b = append(b, CommandFormatV1, byte(c.Op))
-	b = binary.AppendUvarint(b, c.ID)
+	b := make([]byte, 0, 2+binary.MaxVarintLen64*3+n)
+	b = c.appendHeader(b)
 	b = binary.AppendUvarint(b, uint64(n))
 	return c.appendKVPayload(b)
+}
+
+// appendHeader appends the format, op, id and (format 2) term. A command
+// without a term keeps format 1, byte for byte what older versions wrote.
+func (c *Command) appendHeader(b []byte) []byte {
+	if c.Term == 0 {
+		b = append(b, CommandFormatV1, byte(c.Op))
+		return binary.AppendUvarint(b, c.ID)
+	}
+	b = append(b, CommandFormatV2, byte(c.Op))
+	b = binary.AppendUvarint(b, c.ID)
+	return binary.AppendUvarint(b, c.Term)
 }
 
 func (c *Command) kvPayloadLen() int {
@@ -199,8 +224,8 @@ func CheckApplicable(b []byte) error {
 	switch {
 	case len(b) == 0:
 		return fmt.Errorf("check command: %w: empty", ErrMalformed)
-	case b[0] != CommandFormatV1:
-		return fmt.Errorf("check command: %w: command format %d (this binary reads %d)", ErrUnsupportedVersion, b[0], CommandFormatV1)
+	case !isCommandFormat(b[0]):
+		return fmt.Errorf("check command: %w: command format %d (this binary reads 1 and 2)", ErrUnsupportedVersion, b[0])
 	case len(b) < 2:
 		return fmt.Errorf("check command op: %w: no op", ErrMalformed)
 	}
@@ -219,8 +244,8 @@ func decodeCommand(b []byte) (*Command, uint64, error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("decode command version: %w: %w", ErrMalformed, err)
 	}
-	if ver != CommandFormatV1 {
-		return nil, 0, fmt.Errorf("decode command: %w: command format %d (this binary reads %d)", ErrUnsupportedVersion, ver, CommandFormatV1)
+	if !isCommandFormat(ver) {
+		return nil, 0, fmt.Errorf("decode command: %w: command format %d (this binary reads 1 and 2)", ErrUnsupportedVersion, ver)
 	}
 	opb, err := r.byte()
 	if err != nil {
@@ -229,6 +254,16 @@ func decodeCommand(b []byte) (*Command, uint64, error) {
 	c := &Command{Op: Op(opb)}
 	if c.ID, err = r.uvarint(); err != nil {
 		return nil, 0, fmt.Errorf("decode command id: %w: %w", ErrMalformed, err)
+	}
+	if ver == CommandFormatV2 {
+		if c.Term, err = r.uvarint(); err != nil {
+			return nil, c.ID, fmt.Errorf("decode command term: %w: %w", ErrMalformed, err)
+		}
+		if c.Term == 0 {
+			// Format 2 exists to carry a term; 0 would encode as format 1,
+			// so accepting it would give one command two encodings.
+			return nil, c.ID, fmt.Errorf("decode command term: %w: format 2 with term 0", ErrMalformed)
+		}
 	}
 	payload, err := r.lenBytes()
 	if err != nil {

@@ -21,13 +21,19 @@ func sampleCommands() []*Command {
 		{ID: 9, Op: OpSetClusterID, Key: "cluster-1"},
 		{ID: 10, Op: OpPut | IgnoreUnknownTypeFlag, Key: "e", Value: []byte("v")},
 		{Op: OpPut},
+		{ID: 11, Term: 1, Op: OpPut, Key: "t", Value: []byte("v")},
+		{ID: 12, Term: math.MaxUint64, Op: OpDelete, Key: "t", HasPrev: true, PrevRevision: 4},
 	}
 }
 
 func TestCommandRoundTrip(t *testing.T) {
 	for _, c := range sampleCommands() {
 		b := c.Marshal()
-		require.Equal(t, byte(CommandFormatV1), b[0])
+		if c.Term == 0 {
+			require.Equal(t, byte(CommandFormatV1), b[0], "a command without a term keeps format 1")
+		} else {
+			require.Equal(t, byte(CommandFormatV2), b[0])
+		}
 		got, err := UnmarshalCommand(b)
 		require.NoError(t, err, "%+v", c)
 		require.Equal(t, c, got)
@@ -56,6 +62,11 @@ func TestCommandLayout(t *testing.T) {
 		1, // prev revision -1 (zig-zag)
 	}
 	require.Equal(t, want, c.Marshal())
+
+	// Format 2 adds the proposer's term after the id.
+	c.Term = 7
+	want = append([]byte{2, 1, 0xac, 0x02, 7}, want[4:]...)
+	require.Equal(t, want, c.Marshal())
 }
 
 func TestUnmarshalCommandErrors(t *testing.T) {
@@ -66,7 +77,9 @@ func TestUnmarshalCommandErrors(t *testing.T) {
 	}{
 		{"empty", nil, ErrMalformed},
 		{"version 0", []byte{0, 1, 0, 0}, ErrUnsupportedVersion},
-		{"version 2", []byte{2, 1, 0, 0}, ErrUnsupportedVersion},
+		{"version 3", []byte{3, 1, 0, 0}, ErrUnsupportedVersion},
+		{"format 2 without term", []byte{2, 1, 0}, ErrMalformed},
+		{"format 2 with term 0", []byte{2, 1, 0, 0, 4, 0, 1, 'k', 0}, ErrMalformed},
 		{"missing op", []byte{1}, ErrMalformed},
 		{"missing id", []byte{1, 1}, ErrMalformed},
 		{"varint overflow", []byte{1, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, 0}, ErrMalformed},
@@ -131,9 +144,10 @@ func FuzzUnmarshalCommand(f *testing.F) {
 		if out := c.Marshal(); !bytes.Equal(out, b) {
 			t.Fatalf("re-encoding differs:\n in %x\nout %x", b, out)
 		}
-		// And Apply on it never panics.
+		// And Apply on it never panics, with or without a term check.
 		s := New()
 		_, _ = s.Apply(1, b)
+		_, _ = s.ApplyEntry(2, 3, b)
 	})
 }
 
@@ -147,6 +161,7 @@ func FuzzCheckApplicable(f *testing.F) {
 	}
 	f.Add([]byte{1, 0x63, 0, 0})
 	f.Add([]byte{2, 1, 1, 0})
+	f.Add([]byte{3, 1, 1, 0})
 	f.Add([]byte{1})
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -164,7 +179,7 @@ func TestCheckApplicableAcceptsEveryKnownCommand(t *testing.T) {
 	for _, c := range sampleCommands() {
 		require.NoError(t, CheckApplicable(c.Marshal()), c.Op.String())
 	}
-	require.ErrorIs(t, CheckApplicable([]byte{CommandFormatV1 + 1, byte(OpPut)}), ErrUnsupportedVersion)
+	require.ErrorIs(t, CheckApplicable([]byte{CommandFormatV2 + 1, byte(OpPut)}), ErrUnsupportedVersion)
 	require.ErrorIs(t, CheckApplicable([]byte{CommandFormatV1, 0x63, 0, 0}), ErrUnknownOp)
 	require.ErrorIs(t, CheckApplicable(nil), ErrMalformed)
 }

@@ -31,6 +31,10 @@ var (
 	// applied index; the entry is ignored so that a replayed entry can never
 	// be applied twice.
 	ErrAlreadyApplied = errors.New("log index already applied")
+	// ErrTermChanged reports a command that a leader of another term than
+	// its proposer's appended (Command.Term). Apply skipped it: it had no
+	// effect, and the proposer may safely try again.
+	ErrTermChanged = errors.New("the raft term changed between proposing and appending this command; it was not applied")
 )
 
 // CompareError is the error of a failed compare-and-set. It matches

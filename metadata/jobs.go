@@ -426,7 +426,7 @@ func (e *extState) checkJobs() error {
 // scheduler or the workers must do (job, allocation and worker ops), by
 // its op byte alone, without decoding it.
 func AffectsJobs(entry []byte) bool {
-	if len(entry) < 2 || entry[0] != CommandFormatV1 {
+	if len(entry) < 2 || !isCommandFormat(entry[0]) {
 		return false
 	}
 	op := Op(entry[1]).Base()

@@ -202,7 +202,8 @@ func replayCommitted(st *raftlog.Store) (*RecoverResult, *metadata.State, *pb.Ha
 
 func replayEntry(state *metadata.State, e *pb.Entry) error {
 	if e.GetType() != pb.EntryType_EntryConfChange {
-		state.Apply(e.GetIndex(), entryData(e))
+		// The same rule as the live replicas, or the rebuilt state diverges.
+		state.ApplyEntry(e.GetIndex(), e.GetTerm(), entryData(e))
 		return nil
 	}
 	cc := &pb.ConfChange{}

@@ -110,11 +110,16 @@ func TestHostileRaftMessagesFromAnAuthenticatedPeerCrashNoNode(t *testing.T) {
 }
 
 func droppedTotal(t *testing.T, g prometheus.Gatherer) float64 {
+	return counterSum(t, g, "corral_raft_messages_dropped_total")
+}
+
+// counterSum adds up every series of the counter name in g.
+func counterSum(t *testing.T, g prometheus.Gatherer, name string) float64 {
 	mfs, err := g.Gather()
 	require.NoError(t, err)
 	var n float64
 	for _, mf := range mfs {
-		if mf.GetName() == "corral_raft_messages_dropped_total" {
+		if mf.GetName() == name {
 			for _, m := range mf.GetMetric() {
 				n += m.GetCounter().GetValue()
 			}

@@ -16,6 +16,7 @@ type controllerMetrics struct {
 	appliedIndex       prometheus.Gauge
 	proposalsCommitted prometheus.Counter
 	proposalsFailed    *prometheus.CounterVec
+	entriesSkipped     prometheus.Counter
 	msgsDropped        *prometheus.CounterVec
 	applyDuration      prometheus.Histogram
 	syncDuration       prometheus.Histogram
@@ -50,6 +51,9 @@ func newControllerMetrics(reg *prometheus.Registry) *controllerMetrics {
 		proposalsFailed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "corral_raft_proposals_failed_total", Help: "Proposals from this controller that failed, by reason."},
 			[]string{"reason"}),
+		entriesSkipped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "corral_raft_entries_term_changed_total",
+			Help: "Committed entries every replica skipped because a leader of another term than their proposer's appended them (a proposal that crossed a leader change)."}),
 		applyDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "corral_raft_apply_duration_seconds", Help: "Time to apply one batch of committed entries.",
 			Buckets: prometheus.ExponentialBuckets(0.00005, 2, 16)}),
@@ -72,7 +76,7 @@ func newControllerMetrics(reg *prometheus.Registry) *controllerMetrics {
 			Name: "corral_raft_failure_tolerance", Help: "Voters that may fail now without losing the quorum (0 when unhealthy)."}),
 	}
 	reg.MustRegister(m.msgsDropped, m.voters, m.learners, m.failureTolerance, m.term, m.hasLeader, m.isLeader, m.leaderChanges, m.commitIndex, m.appliedIndex,
-		m.proposalsCommitted, m.proposalsFailed, m.applyDuration, m.syncDuration, m.snapshots,
+		m.proposalsCommitted, m.proposalsFailed, m.entriesSkipped, m.applyDuration, m.syncDuration, m.snapshots,
 		m.snapshotSize, m.snapshotDuration,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

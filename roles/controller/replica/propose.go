@@ -133,6 +133,12 @@ func (c *Replica) propose(ctx context.Context, cmd *metadata.Command) (metadata.
 		return metadata.Result{}, err
 	}
 	cmd.ID = c.nextReq.Add(1)
+	// The term we know now: if the entry is appended in another one, every
+	// replica skips it (metadata.ApplyEntry), so a proposal held up in a
+	// deposed leader's inbox cannot commit after its client retried. A
+	// term that moved on between this load and raft's step only costs a
+	// retry.
+	cmd.Term = c.term.Load()
 	ch := c.waits.register(cmd.ID)
 	defer c.waits.cancel(cmd.ID)
 	if err := c.node.Propose(ctx, cmd.Marshal()); err != nil {
@@ -150,6 +156,10 @@ func (c *Replica) propose(ctx context.Context, cmd *metadata.Command) (metadata.
 		if errors.Is(res.Err, ErrTimeout) {
 			c.met.proposalsFailed.WithLabelValues("timeout").Inc()
 			return metadata.Result{}, res.Err
+		}
+		if errors.Is(res.Err, metadata.ErrTermChanged) {
+			c.met.proposalsFailed.WithLabelValues("term_changed").Inc()
+			return metadata.Result{}, fmt.Errorf("%w: %w", errNotApplied, res.Err)
 		}
 		return res, nil
 	case <-ctx.Done():

@@ -195,12 +195,16 @@ func (c *Replica) applyEntries(ents []*pb.Entry) error {
 		c.logBytes += uint64(len(e.GetData()))
 		switch e.GetType() {
 		case pb.EntryType_EntryNormal:
-			id, res := st.Apply(idx, e.GetData())
+			id, res := st.ApplyEntry(idx, e.GetTerm(), e.GetData())
 			if h := c.cfg.Hooks.Applied; h != nil {
 				h(res.Events)
 			}
 			if h := c.cfg.Hooks.ZNodesApplied; h != nil && len(res.ZNodeEvents) > 0 {
 				h(res.ZNodeEvents)
+			}
+			if errors.Is(res.Err, metadata.ErrTermChanged) {
+				c.met.entriesSkipped.Inc()
+				c.log.Info("skipped an entry proposed in an earlier term", "index", idx, "err", res.Err)
 			}
 			if errors.Is(res.Err, metadata.ErrUnknownOp) || errors.Is(res.Err, metadata.ErrUnsupportedVersion) {
 				// A newer binary wrote this entry; applying around it would

@@ -491,6 +491,10 @@ var (
 	// its outcome is unknown.
 	ErrTimeout       = fault.ErrTimeout
 	errLeaderChanged = fmt.Errorf("leader changed while the request was in flight: %w", ErrTimeout)
+	// errNotApplied answers a proposal every replica skipped because a
+	// leader of another term appended it: it had no effect, so it counts
+	// as "no leader" (retry, maybe elsewhere) rather than as a timeout.
+	errNotApplied = fmt.Errorf("the leader changed before this request was appended, so it was not applied; retry: %w", ErrNoLeader)
 	// ErrStopped means the controller is shutting down.
 	ErrStopped = fault.ErrStopped
 )
