@@ -105,20 +105,12 @@ func decodeZNodeWrite(p []byte) (any, error) {
 }
 
 func readZWCreate(r *reader) (*ZNodeCreate, error) {
-	flags, err := r.byte()
+	flags, path, data, err := readZWHead(r, zwCreateMask, "create")
 	if err != nil {
 		return nil, err
 	}
-	if flags&^zwCreateMask != 0 {
-		return nil, fmt.Errorf("unknown create flags %#x", flags)
-	}
-	c := &ZNodeCreate{Ephemeral: flags&zwEphemeral != 0, Sequential: flags&zwSequential != 0, Container: flags&zwContainer != 0}
-	if c.Path, err = readString(r); err != nil {
-		return nil, fmt.Errorf("path: %w", err)
-	}
-	if c.Data, err = readData(r, flags); err != nil {
-		return nil, err
-	}
+	c := &ZNodeCreate{Path: path, Data: data,
+		Ephemeral: flags&zwEphemeral != 0, Sequential: flags&zwSequential != 0, Container: flags&zwContainer != 0}
 	if c.ACL, err = readZNodeACL(r, 0); err != nil {
 		return nil, err
 	}
@@ -131,20 +123,11 @@ func readZWCreate(r *reader) (*ZNodeCreate, error) {
 }
 
 func readZWSetData(r *reader) (*ZNodeSetData, error) {
-	flags, err := r.byte()
+	_, path, data, err := readZWHead(r, zwNilData, "setData")
 	if err != nil {
 		return nil, err
 	}
-	if flags&^zwNilData != 0 {
-		return nil, fmt.Errorf("unknown setData flags %#x", flags)
-	}
-	d := &ZNodeSetData{}
-	if d.Path, err = readString(r); err != nil {
-		return nil, fmt.Errorf("path: %w", err)
-	}
-	if d.Data, err = readData(r, flags); err != nil {
-		return nil, err
-	}
+	d := &ZNodeSetData{Path: path, Data: data}
 	if d.Version, err = readInt32(r); err != nil {
 		return nil, err
 	}
@@ -152,6 +135,24 @@ func readZWSetData(r *reader) (*ZNodeSetData, error) {
 		return nil, err
 	}
 	return d, nil
+}
+
+// readZWHead reads what create and setData both start with: the flags
+// (only those in mask allowed), the path and the data.
+func readZWHead(r *reader, mask byte, what string) (flags byte, path string, data []byte, err error) {
+	if flags, err = r.byte(); err != nil {
+		return 0, "", nil, err
+	}
+	if flags&^mask != 0 {
+		return 0, "", nil, fmt.Errorf("unknown %s flags %#x", what, flags)
+	}
+	if path, err = readString(r); err != nil {
+		return 0, "", nil, fmt.Errorf("path: %w", err)
+	}
+	if data, err = readData(r, flags); err != nil {
+		return 0, "", nil, err
+	}
+	return flags, path, data, nil
 }
 
 func readString(r *reader) (string, error) {
