@@ -218,3 +218,41 @@ func TestWorker_ManyWorkersOneLeader(t *testing.T) {
 		require.Len(t, view.Workers, 30, fmt.Sprintf("follower %d", id))
 	}
 }
+
+// A registration that outlives the request timeout is answered
+// "commit_failed" although it may still commit, and the worker asks again.
+// Once it has committed, the leader must answer with that epoch: a new one
+// would lose everything the first was given, for a worker nobody fenced
+// (a loaded CI machine showed epoch 2 this way).
+func TestWorker_RegistrationAskedAgainKeepsItsEpoch(t *testing.T) {
+	var blocked atomic.Bool
+	release := make(chan struct{})
+	wc := testcluster.New(t, 1, func(c *controller.Config) {
+		c.RequestTimeout = 300 * time.Millisecond
+		c.ApplyHook = func() {
+			if blocked.Load() {
+				<-release
+			}
+		}
+	})
+	var once sync.Once
+	unblock := func() { blocked.Store(false); once.Do(func() { close(release) }) }
+	t.Cleanup(unblock) // before the cluster's own cleanup, which waits for apply
+	wc.WaitLeader(wc.IDs()...)
+	lead := wc.Leader()
+	commitFailed := func() float64 {
+		return testcluster.Metric(t, lead.Registry(), "corral_workers_registrations_refused_total", "commit_failed")
+	}
+	// A first worker shows that the leader takes registrations.
+	wc.WaitAlive(wc.StartWorker("", nil))
+	blocked.Store(true)
+	w := wc.StartWorker("", nil)
+	require.Eventually(t, func() bool { return commitFailed() > 0 }, 10*time.Second, 5*time.Millisecond)
+	unblock()
+	wc.WaitAlive(w)
+	require.Equal(t, uint64(1), w.Status().Epoch)
+	require.Never(t, func() bool {
+		got, _ := lead.State().Worker(w.ID())
+		return got.Epoch != 1 || got.State != metadata.WorkerAlive || w.Status().Epoch != 1
+	}, 10*testcluster.Heartbeat, 10*time.Millisecond, "the worker was registered again with a new epoch")
+}

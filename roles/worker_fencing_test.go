@@ -62,9 +62,9 @@ func TestWorker_ControllerRefusesStaleWorkerEpochOverTheTransport(t *testing.T) 
 	lead := wc.Leader()
 	p := rawPeerToLeader(t, wc, 999)
 
-	register := func(seq uint64, first bool) *transport.Registered {
+	register := func(seq, held uint64, first bool) *transport.Registered {
 		for {
-			p.send(&transport.Register{Seq: seq, WorkerID: "raw-1", Incarnation: "inc-a"}, first)
+			p.send(&transport.Register{Seq: seq, WorkerID: "raw-1", Incarnation: "inc-a", HeldEpoch: held}, first)
 			first = false
 			switch m := p.recv().(type) {
 			case *transport.Registered:
@@ -76,10 +76,15 @@ func TestWorker_ControllerRefusesStaleWorkerEpochOverTheTransport(t *testing.T) 
 			}
 		}
 	}
-	r1 := register(1, true)
+	r1 := register(1, 0, true)
 	require.Equal(t, uint64(1), r1.Epoch)
 	require.Equal(t, lead.Term(), r1.ControllerEpoch)
-	r2 := register(2, false) // the same process registering again supersedes epoch 1
+	// Asking again without having held epoch 1 (the answer was lost): the
+	// same epoch, nothing committed.
+	again := register(2, 0, false)
+	require.Equal(t, uint64(1), again.Epoch)
+	require.Equal(t, uint64(1), lead.State().Workers()[0].Epoch)
+	r2 := register(3, 1, false) // the same process, having given up epoch 1, registers again: it is superseded
 	require.Equal(t, uint64(2), r2.Epoch)
 
 	p.send(&transport.Heartbeat{Seq: 3, WorkerID: "raw-1", Incarnation: "inc-a", Epoch: 1}, false)

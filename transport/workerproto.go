@@ -94,6 +94,12 @@ type Register struct {
 	MemoryMB            uint64
 	HeartbeatIntervalMS uint64
 	SeenControllerEpoch uint64
+	// HeldEpoch is the epoch this process last held and gave up (it fenced
+	// itself or was refused), 0 when it never held one. A leader whose
+	// record of the worker is this incarnation at a later, unfenced epoch
+	// answers with that epoch: the worker never heard that it registered.
+	// Encoded only when non-zero (older workers never send it).
+	HeldEpoch uint64
 }
 
 // Heartbeat reports liveness and load for one epoch. Leaving asks to be
@@ -246,6 +252,9 @@ func AppendWorkerFrame(b []byte, m WorkerMessage) ([]byte, error) {
 			b = appendStrings(b, k, m.Labels[k])
 		}
 		b = appendUvarints(b, m.CPUMillis, m.MemoryMB, m.HeartbeatIntervalMS, m.SeenControllerEpoch)
+		if m.HeldEpoch != 0 {
+			b = appendUvarints(b, m.HeldEpoch)
+		}
 	case *Heartbeat:
 		if err := checkLens([]string{m.WorkerID, m.Incarnation}); err != nil {
 			return nil, fmt.Errorf("heartbeat: %w", err)
@@ -337,6 +346,11 @@ func DecodeWorkerMessage(p []byte) (WorkerMessage, error) {
 			}
 		}
 		r.CPUMillis, r.MemoryMB, r.HeartbeatIntervalMS, r.SeenControllerEpoch = d.uvarint(), d.uvarint(), d.uvarint(), d.uvarint()
+		if d.err == nil && d.off < len(p) {
+			if r.HeldEpoch = d.uvarint(); r.HeldEpoch == 0 {
+				d.fail("held epoch 0 is written by leaving it out") // one encoding per message
+			}
+		}
 		m = r
 	case wmHeartbeat:
 		h := &Heartbeat{Seq: d.uvarint(), WorkerID: d.str(), Incarnation: d.str(), Epoch: d.uvarint()}

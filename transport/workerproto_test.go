@@ -14,6 +14,7 @@ func sampleWorkerMessages() []WorkerMessage {
 		&Register{Seq: 1, WorkerID: "w-1", Incarnation: "abcd", Version: "dev", Addresses: []string{"10.0.0.1:9000"},
 			Labels: map[string]string{"zone": "a", "gpu": "yes"}, CPUMillis: 4000, MemoryMB: 8192,
 			HeartbeatIntervalMS: 1000, SeenControllerEpoch: 7},
+		&Register{Seq: 2, WorkerID: "w-1", Incarnation: "inc", SeenControllerEpoch: 7, HeldEpoch: 3},
 		&Register{WorkerID: "w-2", Incarnation: "x"},
 		&Heartbeat{Seq: 1 << 40, WorkerID: "w-1", Incarnation: "abcd", Epoch: 3,
 			Load: WorkerLoad{CPUMillis: 1500, MemoryMB: 900, RunningTasks: 2}, Leaving: true, HeartbeatIntervalMS: 1000,

@@ -101,6 +101,7 @@ func (w *Worker) maybeRegister(now time.Time) {
 		Seq: w.seq, WorkerID: w.id, Incarnation: w.incarnation, Version: w.cfg.Version, Addresses: w.cfg.Addresses,
 		Labels: w.cfg.Labels, CPUMillis: uint64(w.cfg.CPUMillis), MemoryMB: uint64(w.cfg.MemoryMB),
 		HeartbeatIntervalMS: uint64(w.cfg.HeartbeatInterval.Milliseconds()), SeenControllerEpoch: w.highestCtrl,
+		HeldEpoch: w.epoch, // 0 until this process was first registered
 	})
 }
 

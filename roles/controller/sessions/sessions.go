@@ -408,6 +408,8 @@ func (m *Manager) leave(gen, epoch uint64, hb *transport.Heartbeat) transport.Co
 // incarnation) is refused while the id's session is live.
 func (m *Manager) register(stream transport.Stream, out *streamWriter, r *transport.Register) transport.ControllerMessage {
 	now := time.Now()
+	// Read before m.mu: the state's lock is never taken under it.
+	cur, known := m.c.State().Worker(r.WorkerID)
 	m.mu.Lock()
 	if !m.leading {
 		m.mu.Unlock()
@@ -442,6 +444,29 @@ func (m *Manager) register(stream transport.Stream, out *streamWriter, r *transp
 		return refuse(transport.RefuseDuplicate, "duplicate",
 			"worker id %s is held by a live session (incarnation %s, epoch %d, last heard %s ago); stop the other process or wait %s for it to be fenced",
 			r.WorkerID, s.incarnation, s.epoch, now.Sub(s.lastSeen).Round(time.Millisecond), m.timeout)
+	} else if known && cur.Incarnation == r.Incarnation && r.HeldEpoch < cur.Epoch && (s == nil || s.epoch == cur.Epoch) &&
+		(cur.State == metadata.WorkerAlive || cur.State == metadata.WorkerDraining) {
+		// The same process again, at an epoch it never held: an earlier
+		// Register of it committed, but it never heard so (the commit
+		// outlived the request timeout and it was told "commit_failed", or
+		// the answer came after it had asked again). It gets that epoch,
+		// as a new leader carries every session over. A second
+		// registration would start a new epoch and lose everything the
+		// first was given, for a worker nobody fenced. (A worker that held
+		// the epoch and gave it up — it fenced itself — gets a new one
+		// below: what it ran under the old one is gone.)
+		ns := &session{id: r.WorkerID, incarnation: r.Incarnation, epoch: cur.Epoch, lastSeen: now, heard: true,
+			stream: stream, out: out}
+		if r.HeartbeatIntervalMS > 0 {
+			ns.interval = time.Duration(r.HeartbeatIntervalMS) * time.Millisecond
+		}
+		m.sessions[r.WorkerID] = ns
+		m.mu.Unlock()
+		m.met.registrations.Inc()
+		m.log.Info("worker registered again in its live session", "worker", r.WorkerID, "epoch", ns.epoch,
+			"incarnation", r.Incarnation, "controller_epoch", epoch, "remote", stream.RemoteAddr())
+		return &transport.Registered{ControllerEpoch: epoch, Seq: r.Seq, LeaderID: m.cfg.NodeID, Epoch: ns.epoch,
+			SessionTimeoutMS: uint64(m.timeout.Milliseconds())}
 	}
 	m.registering[r.WorkerID] = true
 	m.mu.Unlock()
