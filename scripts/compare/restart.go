@@ -24,11 +24,13 @@ package main
 //
 // The first read and write are polled with a fresh client per attempt: a
 // client kept across the restart would add its own reconnect backoff
-// (gRPC's, go-zookeeper's one second after trying every server) to the
-// server's time. A new attempt starts every -poll (at most -in-flight at
-// once, each with its own -attempt-timeout), so an attempt stuck on a node
-// that is not ready does not hide a node that became ready meanwhile; the
-// figure is when the first successful attempt returned.
+// (gRPC's 1 s and growing, go-zookeeper's 1 s after trying every server) to
+// the server's time. For the same reason an etcd attempt redials within
+// 50 ms, and a ZooKeeper attempt gives up once every server has refused it.
+// A new attempt starts every -poll (at most -in-flight at once, each with
+// its own -attempt-timeout), so an attempt stuck on a node that is not
+// ready does not hide a node that became ready meanwhile; the figure is
+// when the first successful attempt returned. -trace prints every attempt.
 
 import (
 	"bytes"
@@ -78,6 +80,7 @@ type restartConfig struct {
 	healthyWithin         time.Duration
 	settle                time.Duration
 	signal                string // TERM or KILL
+	trace                 bool
 	corral, etcdEP, zkEP  string
 	pidFile, jsonFile     string
 }
@@ -94,10 +97,9 @@ func parseRestartArgs(args []string) (restartConfig, error) {
 	flags.DurationVar(&c.putTimeout, "put-timeout", 10*time.Second, "timeout of each write of the load")
 	flags.DurationVar(&c.poll, "poll", 10*time.Millisecond, "after a restart, start a new read (and write) attempt this often")
 	flags.DurationVar(&c.attemptTimeout, "attempt-timeout", 500*time.Millisecond, "timeout of each attempt after a restart")
-	// 32: an attempt that cannot succeed often hangs until its timeout (etcd's client waits out gRPC's 1 s reconnect
-	// backoff, go-zookeeper sleeps 1 s after trying every server), so with all slots taken a new attempt starts every
-	// attempt-timeout/in-flight, about 16 ms; with 8 it was 62 ms, against 10 ms for corral, whose attempts fail at once.
-	flags.IntVar(&c.inFlight, "in-flight", 32, "most read (and write) attempts outstanding at once after a restart")
+	// 8: with 32 a smoke run had 64 fresh etcd clients reconnecting at once to nodes that had just started on this
+	// 2-core machine, and no earlier first read for it.
+	flags.IntVar(&c.inFlight, "in-flight", 8, "most read (and write) attempts outstanding at once after a restart")
 	flags.DurationVar(&c.within, "restart-within", 120*time.Second, "give up on the first read or write after this long")
 	flags.DurationVar(&c.stopWithin, "stop-within", 120*time.Second, "how long the stopped nodes may take to exit")
 	flags.DurationVar(&c.healthyWithin, "healthy-within", 120*time.Second, "how long a cluster may take to become healthy")
@@ -108,6 +110,7 @@ func parseRestartArgs(args []string) (restartConfig, error) {
 	flags.StringVar(&c.zkEP, "zk", "", "ZooKeeper's client endpoints host:port, comma-separated (empty: skip ZooKeeper)")
 	flags.StringVar(&c.pidFile, "pid-file", "", "append the pid of every node this run starts to this file (for the caller's cleanup)")
 	flags.StringVar(&c.jsonFile, "json", "", "also write every result as JSON to this file")
+	flags.BoolVar(&c.trace, "trace", false, "print every attempt after a restart (start, end, error) to stderr")
 	if err := flags.Parse(args); err != nil {
 		return c, err
 	}
@@ -448,7 +451,9 @@ type pollResult struct {
 // limit has passed since start. It returns when the first success came back, measured from start. Overlapping
 // attempts: one stuck until its timeout on a node that is not ready (or in a client's reconnect backoff) must not
 // delay noticing a node that became ready meanwhile.
-func firstSuccess(start time.Time, interval, timeout, limit time.Duration, inFlight int, try func(context.Context) error) pollResult {
+// trace, if not nil, is told of every attempt: when it began and ended (since start) and its error.
+func firstSuccess(start time.Time, interval, timeout, limit time.Duration, inFlight int, try func(context.Context) error,
+	trace func(began, ended time.Duration, err error)) pollResult {
 	ctx, cancel := context.WithDeadline(context.Background(), start.Add(limit))
 	defer cancel()
 	var (
@@ -473,10 +478,14 @@ loop:
 		res.attempts++
 		wg.Go(func() {
 			defer func() { <-slots }()
+			began := time.Now()
 			actx, acancel := context.WithTimeout(ctx, timeout)
 			err := try(actx)
 			acancel()
 			now := time.Now()
+			if trace != nil {
+				trace(began.Sub(start), now.Sub(start), err)
+			}
 			if err == nil {
 				once.Do(func() {
 					mu.Lock()
@@ -568,16 +577,24 @@ func restartOnce(sys restartSystem, trial int, cfg restartConfig, value []byte) 
 		tr.PIDs = append(tr.PIDs, p)
 	}
 	var rd, wr pollResult
+	tracer := func(what string) func(began, ended time.Duration, err error) {
+		if !cfg.trace {
+			return nil
+		}
+		return func(began, ended time.Duration, err error) {
+			fmt.Fprintf(os.Stderr, "# trace %s trial %d %s: %.3f-%.3fs %v\n", sys.name(), trial, what, began.Seconds(), ended.Seconds(), err)
+		}
+	}
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		rd = firstSuccess(start, cfg.poll, cfg.attemptTimeout, cfg.within, cfg.inFlight, func(ctx context.Context) error {
 			return sys.read(ctx, cfg.valueSize)
-		})
+		}, tracer("read"))
 	})
 	wg.Go(func() {
 		wr = firstSuccess(start, cfg.poll, cfg.attemptTimeout, cfg.within, cfg.inFlight, func(ctx context.Context) error {
 			return sys.write(ctx, value)
-		})
+		}, tracer("write"))
 	})
 	wg.Wait()
 	tr.ReadMS, tr.ReadOK, tr.ReadAttempts, tr.ReadLastErr = ms(rd.after), rd.ok, rd.attempts, rd.lastErr

@@ -170,7 +170,7 @@ func TestFirstSuccess(t *testing.T) {
 			return errors.New("refused")
 		}
 		return nil
-	})
+	}, nil)
 	if !r.ok || r.attempts < 3 || r.lastErr != "refused" || r.after <= 0 || r.after > time.Since(start) {
 		t.Errorf("fails twice, then succeeds: got %+v", r)
 	}
@@ -183,7 +183,7 @@ func TestFirstSuccess(t *testing.T) {
 			return ctx.Err()
 		}
 		return nil
-	})
+	}, nil)
 	if !r.ok || r.attempts < 3 || r.after >= time.Minute {
 		t.Errorf("two attempts hang, the third succeeds: got %+v, want ok after 3 attempts, before the hung ones' timeout", r)
 	}
@@ -191,7 +191,7 @@ func TestFirstSuccess(t *testing.T) {
 	// Never: the figure is the limit, and why is kept.
 	r = firstSuccess(time.Now(), time.Millisecond, time.Second, 30*time.Millisecond, 2, func(context.Context) error {
 		return errors.New("no leader")
-	})
+	}, nil)
 	if r.ok || r.after != 30*time.Millisecond || r.lastErr != "no leader" || r.attempts < 1 {
 		t.Errorf("never succeeds: got %+v", r)
 	}
