@@ -26,7 +26,8 @@ package main
 // client kept across the restart would add its own reconnect backoff
 // (gRPC's 1 s and growing, go-zookeeper's 1 s after trying every server) to
 // the server's time. For the same reason an etcd attempt redials within
-// 50 ms, and a ZooKeeper attempt gives up once every server has refused it.
+// 50 ms, and a ZooKeeper attempt (the protocol spoken directly, see
+// zkProbe) tries each server once and gives up.
 // A new attempt starts every -poll (at most -in-flight at once, each with
 // its own -attempt-timeout), so an attempt stuck on a node that is not
 // ready does not hide a node that became ready meanwhile; the figure is
