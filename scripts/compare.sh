@@ -27,6 +27,20 @@
 # trips, RSS and CPU of the nodes, expiry of 100 sessions whose sockets are
 # closed without closeSession).
 #   scripts/compare.sh zk [--rounds N] [--duration D] [--clients "1 16 128"] [--sessions 10000]
+#
+# With "restart" it loads each system with KEYS distinct keys of 256 bytes
+# (64 writers; corral PUT, etcd Put, ZooKeeper create of KEYS znodes under
+# /restart), reports the load rate and each node's RSS before and after it
+# (bytes per key: the growth averaged over the 3 nodes), then per trial and
+# per system in turn stops all 3 nodes (SIGTERM, waiting for them to exit;
+# kill -9 with --kill), starts them again with their own argv, working
+# directory and environment, and times from that start to the first
+# linearizable read and to the first write (issue 21, items 3 and 4;
+# docs/PERFORMANCE.md "A million keys"). ZooKeeper gets a 3 GiB heap here
+# (COMPARE_ZK_HEAP) instead of 512 MiB: by our estimate a million znodes of
+# 256 bytes take 0.6-1 GiB of heap, and a heap that small would fail the
+# load rather than measure it. Its RSS follows the JVM's heap sizing.
+#   scripts/compare.sh restart [--keys N] [--trials T] [--kill]   # defaults: 1000000 keys, 3 trials
 # Needs: apt-get install etcd-server zookeeper (Java comes with it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,6 +48,7 @@ usage() {
 	echo "usage: $0 [ROUNDS] [DURATION] [CLIENT COUNTS]" >&2
 	echo "       $0 failover [--trials N]" >&2
 	echo "       $0 zk [--rounds N] [--duration D] [--clients \"1 16 128\"] [--sessions N]" >&2
+	echo "       $0 restart [--keys N] [--trials T] [--kill]" >&2
 	exit 1
 }
 mode=throughput
@@ -48,6 +63,23 @@ if [ "${1:-}" = failover ]; then
 		*) usage ;;
 		esac
 	done
+	[[ "$trials" =~ ^[0-9]+$ ]] && [ "$trials" -ge 1 ] && [ "$trials" -le 100 ] || { echo "--trials: want 1-100, got $trials" >&2; exit 1; }
+fi
+if [ "${1:-}" = restart ]; then
+	mode=restart
+	shift
+	keys=1000000 trials=3 signal=TERM
+	while [ $# -gt 0 ]; do
+		case "$1" in
+		--keys) [ $# -ge 2 ] || usage; keys=$2; shift 2 ;;
+		--keys=*) keys=${1#--keys=}; shift ;;
+		--trials) [ $# -ge 2 ] || usage; trials=$2; shift 2 ;;
+		--trials=*) trials=${1#--trials=}; shift ;;
+		--kill) signal=KILL; shift ;;
+		*) usage ;;
+		esac
+	done
+	[[ "$keys" =~ ^[0-9]+$ ]] && [ "$keys" -ge 1 ] && [ "$keys" -le 10000000 ] || { echo "--keys: want 1-10000000, got $keys" >&2; exit 1; }
 	[[ "$trials" =~ ^[0-9]+$ ]] && [ "$trials" -ge 1 ] && [ "$trials" -le 100 ] || { echo "--trials: want 1-100, got $trials" >&2; exit 1; }
 fi
 rounds=${1:-3}
@@ -81,8 +113,8 @@ make -s build
 pids=()
 stop() {
 	local all=("${pids[@]}")
-	# Nodes the failover mode restarted (their pids are new): only those
-	# still running a command line under $base.
+	# Nodes the failover and restart modes restarted (their pids are new):
+	# only those still running a command line under $base.
 	if [ -f "$base/restarted.pids" ]; then
 		while read -r p; do
 			grep -qaF -- "$base" "/proc/$p/cmdline" 2>/dev/null && all+=("$p")
@@ -123,6 +155,8 @@ for i in 1 2 3; do
 done
 eetcd=127.0.0.1:23791,127.0.0.1:23792,127.0.0.1:23793
 
+zk_heap=${COMPARE_ZK_HEAP:-512m}
+[ "$mode" = restart ] && zk_heap=${COMPARE_ZK_HEAP:-3g}
 for i in 1 2 3; do
 	mkdir -p "$base/zk-$i"
 	echo "$i" >"$base/zk-$i/myid"
@@ -140,7 +174,7 @@ server.1=127.0.0.1:28881:38881
 server.2=127.0.0.1:28882:38882
 server.3=127.0.0.1:28883:38883
 EOF
-	java -Dzookeeper.log.dir="$base" -Xmx512m -cp /usr/share/java/zookeeper.jar \
+	java -Dzookeeper.log.dir="$base" "-Xmx$zk_heap" -cp /usr/share/java/zookeeper.jar \
 		org.apache.zookeeper.server.quorum.QuorumPeerMain "$base/zk-$i.cfg" >"$base/zk-$i.log" 2>&1 &
 	pids+=($!)
 done
@@ -182,6 +216,17 @@ if [ "$mode" = failover ]; then
 		-pid-file "$base/restarted.pids" -json "$base/failover.json"
 	echo "# uptime at end: $(uptime)"
 	echo "# every trial as JSON: $base/failover.json"
+	exit 0
+fi
+if [ "$mode" = restart ]; then
+	# As in failover: the nodes it stops are this shell's children, and
+	# bash would report each one "Terminated" in the middle of the output.
+	disown -a
+	echo "# uptime at start: $(uptime); ZooKeeper heap -Xmx$zk_heap"
+	bin/compare restart -keys "$keys" -trials "$trials" -signal "$signal" -corral "$ecorral" -etcd "$eetcd" -zk "$ezk" \
+		-pid-file "$base/restarted.pids" -json "$base/restart.json"
+	echo "# uptime at end: $(uptime)"
+	echo "# every result as JSON: $base/restart.json"
 	exit 0
 fi
 echo "# 256-byte overwrites of 1,000 keys, $duration per run, $rounds rounds, systems in turn"

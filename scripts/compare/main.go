@@ -15,7 +15,12 @@
 //
 //	compare zk -corral H:P,... -zk H:P,... -clients "1 16 128" -sessions 10000
 //
-// puts corral's ZooKeeper port beside ZooKeeper (zkperf.go).
+// puts corral's ZooKeeper port beside ZooKeeper (zkperf.go), and
+//
+//	compare restart -keys 1000000 -trials 3 -corral URLS -etcd H:P,... -zk H:P,...
+//
+// loads N keys, reports memory per key and times a restart of all three
+// nodes to the first read and write (restart.go).
 // Each client writes keys bench/k<i> in turn (etcd: puts; corral: PUT
 // /v1/kv; ZooKeeper: setData of znodes /bench/k<i> created first), so all
 // three do a replicated, fsynced overwrite of a 256-byte value per op.
@@ -49,6 +54,13 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "zk" {
 		if err := runZKPerf(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "compare zk:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "restart" {
+		if err := runRestart(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "compare restart:", err)
 			os.Exit(1)
 		}
 		return
