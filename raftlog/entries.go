@@ -255,12 +255,17 @@ func (s *Store) readEntry(i uint64) (*pb.Entry, error) {
 func (s *Store) Snapshot() (*pb.Snapshot, error) {
 	s.filesMu.RLock()
 	defer s.filesMu.RUnlock()
-	s.mu.RLock()
+	s.mu.Lock()
 	err := s.usableLocked()
 	meta, ref := s.st.snap, s.st.snapFile
-	s.mu.RUnlock()
+	opened := s.opened
+	s.opened = nil // one use: the memory goes with it
+	s.mu.Unlock()
 	if err != nil {
 		return nil, err
+	}
+	if opened != nil && ref != nil && opened.ref.name == ref.name {
+		return snapshotOf(meta, opened.data), nil
 	}
 	if ref == nil {
 		var data []byte

@@ -198,6 +198,7 @@ func (s *Store) syncDir(dir string) error {
 // damaged file, or one that is not the committed one, is ErrCorrupt: the
 // metadata that names it is already durable.
 func (s *Store) readSnapFile(ref *snapRef) ([]byte, error) {
+	s.snapFileReads.Add(1)
 	path := filepath.Join(s.snapDir(), ref.name)
 	buf, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {

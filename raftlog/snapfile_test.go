@@ -410,3 +410,28 @@ func TestCreateSnapshotOnClosedStoreDropsFile(t *testing.T) {
 	require.True(t, errors.Is(err, ErrClosed), "got %v", err)
 	require.Empty(t, snapFiles(t, dir))
 }
+
+// Open verifies the snapshot's data file by reading it, and the first
+// Snapshot() (the controller's, at start) takes that data instead of
+// reading and checksumming the file again; later calls read the file.
+func TestOpenReadsTheSnapshotFileOnce(t *testing.T) {
+	dir := t.TempDir()
+	s := openTest(t, dir)
+	data := []byte(strings.Repeat("snapshot data ", 1000))
+	require.NoError(t, s.Save(hardState(1, 1, 10), ents(1, 10, 1), nil, true))
+	_, err := s.CreateSnapshot(10, &pb.ConfState{Voters: []uint64{1}}, data)
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+
+	s = openTest(t, dir)
+	require.Equal(t, int64(1), s.snapFileReads.Load(), "Open verifies the file")
+	snap, err := s.Snapshot()
+	require.NoError(t, err)
+	require.Equal(t, data, snap.GetData())
+	require.Equal(t, uint64(10), snap.GetMetadata().GetIndex())
+	require.Equal(t, int64(1), s.snapFileReads.Load(), "the first Snapshot() reuses what Open read")
+	snap, err = s.Snapshot()
+	require.NoError(t, err)
+	require.Equal(t, data, snap.GetData())
+	require.Equal(t, int64(2), s.snapFileReads.Load(), "later calls read the file")
+}

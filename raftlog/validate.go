@@ -101,9 +101,11 @@ func (s *Store) loadSnapData(meta *pb.SnapshotMetadata) (*snapRef, error) {
 		}
 	}
 	if ref != nil && ref.index == meta.GetIndex() && ref.term == meta.GetTerm() {
-		if _, err := s.readSnapFile(ref); err != nil {
+		data, err := s.readSnapFile(ref)
+		if err != nil {
 			return nil, err
 		}
+		s.opened = &openedSnap{ref: ref, data: data} // Open runs alone: no lock needed yet
 		return ref, nil
 	}
 	_, inline, err := s.get(keySnapData) // verifies the inline blob's CRC
