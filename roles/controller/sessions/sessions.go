@@ -455,18 +455,7 @@ func (m *Manager) register(stream transport.Stream, out *streamWriter, r *transp
 		// first was given, for a worker nobody fenced. (A worker that held
 		// the epoch and gave it up — it fenced itself — gets a new one
 		// below: what it ran under the old one is gone.)
-		ns := &session{id: r.WorkerID, incarnation: r.Incarnation, epoch: cur.Epoch, lastSeen: now, heard: true,
-			stream: stream, out: out}
-		if r.HeartbeatIntervalMS > 0 {
-			ns.interval = time.Duration(r.HeartbeatIntervalMS) * time.Millisecond
-		}
-		m.sessions[r.WorkerID] = ns
-		m.mu.Unlock()
-		m.met.registrations.Inc()
-		m.log.Info("worker registered again in its live session", "worker", r.WorkerID, "epoch", ns.epoch,
-			"incarnation", r.Incarnation, "controller_epoch", epoch, "remote", stream.RemoteAddr())
-		return &transport.Registered{ControllerEpoch: epoch, Seq: r.Seq, LeaderID: m.cfg.NodeID, Epoch: ns.epoch,
-			SessionTimeoutMS: uint64(m.timeout.Milliseconds())}
+		return m.admitLocked(stream, out, r, cur.Epoch, epoch, "worker registered again in its live session")
 	}
 	m.registering[r.WorkerID] = true
 	m.mu.Unlock()
@@ -493,7 +482,14 @@ func (m *Manager) register(stream transport.Stream, out *streamWriter, r *transp
 		m.mu.Unlock()
 		return refuse(transport.RefuseNotReady, "leader_changed", "leadership changed during the registration")
 	}
-	s := &session{id: r.WorkerID, incarnation: r.Incarnation, epoch: reg.Epoch, lastSeen: time.Now(), heard: true,
+	return m.admitLocked(stream, out, r, reg.Epoch, epoch, "worker registered")
+}
+
+// admitLocked starts the session of r's worker at workerEpoch on stream and
+// answers Registered. The caller holds m.mu; admitLocked releases it.
+func (m *Manager) admitLocked(stream transport.Stream, out *streamWriter, r *transport.Register,
+	workerEpoch, ctrlEpoch uint64, logMsg string) transport.ControllerMessage {
+	s := &session{id: r.WorkerID, incarnation: r.Incarnation, epoch: workerEpoch, lastSeen: time.Now(), heard: true,
 		stream: stream, out: out}
 	if r.HeartbeatIntervalMS > 0 {
 		s.interval = time.Duration(r.HeartbeatIntervalMS) * time.Millisecond
@@ -501,9 +497,9 @@ func (m *Manager) register(stream transport.Stream, out *streamWriter, r *transp
 	m.sessions[r.WorkerID] = s
 	m.mu.Unlock()
 	m.met.registrations.Inc()
-	m.log.Info("worker registered", "worker", r.WorkerID, "epoch", reg.Epoch, "incarnation", r.Incarnation,
-		"controller_epoch", epoch, "remote", stream.RemoteAddr())
-	return &transport.Registered{ControllerEpoch: epoch, Seq: r.Seq, LeaderID: m.cfg.NodeID, Epoch: reg.Epoch,
+	m.log.Info(logMsg, "worker", r.WorkerID, "epoch", workerEpoch, "incarnation", r.Incarnation,
+		"controller_epoch", ctrlEpoch, "remote", stream.RemoteAddr())
+	return &transport.Registered{ControllerEpoch: ctrlEpoch, Seq: r.Seq, LeaderID: m.cfg.NodeID, Epoch: workerEpoch,
 		SessionTimeoutMS: uint64(m.timeout.Milliseconds())}
 }
 
