@@ -79,7 +79,11 @@ func TestMembership_RemoveChecksQuorumAndNeverReusesIDs(t *testing.T) {
 	others := mc.others(lead)
 	mc.stopNode(others[0])
 	// Removing the other live voter would leave 2 voters with 1 reachable.
-	require.Eventually(t, func() bool { return !mc.node(lead).r.Status().Progress[others[0]].RecentActive },
+	// Wait on the very rule the removal applies (Reachable), not on raft's
+	// RecentActive: CheckQuorum can clear that flag one tick after the stop,
+	// while the last message heard is still fresh enough to count.
+	r := mc.node(lead).r
+	require.Eventually(t, func() bool { return !r.Reachable(r.Status(), others[0]) },
 		10*time.Second, 20*time.Millisecond)
 	err := mc.node(lead).RemoveController(context.Background(), others[1], false)
 	require.ErrorContains(t, err, "quorum needs 2")
