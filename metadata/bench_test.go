@@ -38,3 +38,32 @@ func BenchmarkSnapshot(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRestore decodes a snapshot of 1,000,000 keys of 256 bytes, the
+// state of issue 21's restart figure (a controller's restart is opening
+// the log, this, and replaying the entries after the snapshot).
+func BenchmarkRestore(b *testing.B) {
+	s := New()
+	val := make([]byte, 256)
+	for i := range 1_000_000 {
+		_, _ = s.Apply(uint64(i+1), (&Command{Op: OpPut, Key: fmt.Sprintf("bench/key/%08d", i), Value: val}).Marshal())
+	}
+	data, err := s.Snapshot()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name    string
+		restore func([]byte) (*State, error)
+	}{{"copy", Restore}, {"nocopy", RestoreNoCopy}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.restore(data); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

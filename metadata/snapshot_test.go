@@ -220,16 +220,24 @@ func FuzzRestore(f *testing.F) {
 			data = fixCRC(bytes.Clone(data))
 		}
 		s, err := Restore(data)
+		shared, errShared := RestoreNoCopy(data)
+		if (err == nil) != (errShared == nil) {
+			t.Fatalf("Restore: %v, RestoreNoCopy: %v", err, errShared)
+		}
 		if err != nil {
-			if s != nil {
+			if s != nil || shared != nil {
 				t.Fatal("non-nil state with error")
 			}
 			return
 		}
-		// A restored state re-encodes to a stable, restorable snapshot.
+		// A restored state re-encodes to a stable, restorable snapshot,
+		// the same with or without copying.
 		out, err := s.Snapshot()
 		if err != nil {
 			t.Fatal(err)
+		}
+		if outShared, _ := shared.Snapshot(); !bytes.Equal(out, outShared) {
+			t.Fatal("RestoreNoCopy restored another state than Restore")
 		}
 		s2, err := Restore(out)
 		if err != nil {

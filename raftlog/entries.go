@@ -252,6 +252,11 @@ func (s *Store) readEntry(i uint64) (*pb.Entry, error) {
 // exclusively, after the newer metadata is published, so the file a reader
 // picked cannot disappear under it, while a newer snapshot can still be
 // committed meanwhile.
+//
+// The first call after Open returns the data Open verified, which on Linux
+// is the file mapped read-only and never unmapped, so that the caller may
+// keep slices of it for the life of the process. No caller may modify
+// snapshot data: in that mapping a write faults.
 func (s *Store) Snapshot() (*pb.Snapshot, error) {
 	s.filesMu.RLock()
 	defer s.filesMu.RUnlock()
@@ -259,13 +264,18 @@ func (s *Store) Snapshot() (*pb.Snapshot, error) {
 	err := s.usableLocked()
 	meta, ref := s.st.snap, s.st.snapFile
 	opened := s.opened
-	s.opened = nil // one use: the memory goes with it
+	s.opened = nil // one use
 	s.mu.Unlock()
+	if opened != nil {
+		if err == nil && ref != nil && opened.ref.name == ref.name {
+			// Handed out for good: the caller may keep slices of it (the
+			// controller's state does, see metadata.RestoreNoCopy).
+			return snapshotOf(meta, opened.data), nil
+		}
+		opened.unmap() // a newer snapshot replaced it before anyone asked
+	}
 	if err != nil {
 		return nil, err
-	}
-	if opened != nil && ref != nil && opened.ref.name == ref.name {
-		return snapshotOf(meta, opened.data), nil
 	}
 	if ref == nil {
 		var data []byte

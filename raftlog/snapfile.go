@@ -198,25 +198,45 @@ func (s *Store) syncDir(dir string) error {
 // damaged file, or one that is not the committed one, is ErrCorrupt: the
 // metadata that names it is already durable.
 func (s *Store) readSnapFile(ref *snapRef) ([]byte, error) {
+	data, _, err := s.loadSnapFile(ref, false)
+	return data, err
+}
+
+// mapSnapFile is readSnapFile with the file mapped read-only rather than
+// read into the heap (mapFile says why); unmap releases it. Open uses it for
+// the snapshot a controller starts from.
+func (s *Store) mapSnapFile(ref *snapRef) (data []byte, unmap func(), err error) {
+	return s.loadSnapFile(ref, true)
+}
+
+func (s *Store) loadSnapFile(ref *snapRef, mapped bool) (data []byte, unmap func(), err error) {
 	s.snapFileReads.Add(1)
 	path := filepath.Join(s.snapDir(), ref.name)
-	buf, err := os.ReadFile(path)
+	var buf []byte
+	unmap = func() {}
+	if mapped {
+		buf, unmap, err = mapFile(path)
+	} else {
+		buf, err = os.ReadFile(path)
+	}
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w: snapshot %d data file %s is missing", ErrCorrupt, ref.index, path)
+		return nil, nil, fmt.Errorf("%w: snapshot %d data file %s is missing", ErrCorrupt, ref.index, path)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read snapshot file: %w", err)
+		return nil, nil, fmt.Errorf("read snapshot file: %w", err)
 	}
 	got, data, err := decodeSnapFile(buf)
 	if err != nil {
-		return nil, fmt.Errorf("snapshot %d data file %s: %w", ref.index, path, err)
+		unmap()
+		return nil, nil, fmt.Errorf("snapshot %d data file %s: %w", ref.index, path, err)
 	}
 	if got.index != ref.index || got.term != ref.term || got.length != ref.length || got.crc != ref.crc {
-		return nil, fmt.Errorf("%w: snapshot data file %s holds snapshot %d term %d (%d bytes, crc %08x), "+
+		unmap()
+		return nil, nil, fmt.Errorf("%w: snapshot data file %s holds snapshot %d term %d (%d bytes, crc %08x), "+
 			"metadata wants %d term %d (%d bytes, crc %08x)", ErrCorrupt, path,
 			got.index, got.term, got.length, got.crc, ref.index, ref.term, ref.length, ref.crc)
 	}
-	return data, nil
+	return data, unmap, nil
 }
 
 // removeSnapFiles deletes every snapshot file and leftover .tmp in the snap

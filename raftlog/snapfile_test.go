@@ -435,3 +435,34 @@ func TestOpenReadsTheSnapshotFileOnce(t *testing.T) {
 	require.Equal(t, data, snap.GetData())
 	require.Equal(t, int64(2), s.snapFileReads.Load(), "later calls read the file")
 }
+
+// The data the first Snapshot() hands out is the mapping Open made, which
+// the controller's state keeps slices of for good: closing the store must
+// not unmap it (reading it after Close would fault and stop the test
+// binary), and a snapshot taken before anyone asked replaces it.
+func TestOpenedSnapshotOutlivesTheStore(t *testing.T) {
+	dir := t.TempDir()
+	s := openTest(t, dir)
+	data := []byte(strings.Repeat("mapped snapshot ", 4096))
+	require.NoError(t, s.Save(hardState(1, 1, 20), ents(1, 20, 1), nil, true))
+	_, err := s.CreateSnapshot(10, &pb.ConfState{Voters: []uint64{1}}, data)
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+
+	s = openTest(t, dir)
+	snap, err := s.Snapshot()
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	require.Equal(t, data, snap.GetData(), "still readable after Close")
+
+	// Not taken before a newer snapshot: the newer one is read, and the
+	// mapping Open made is released (Close has nothing left to unmap).
+	s = openTest(t, dir)
+	newer := []byte(strings.Repeat("newer snapshot ", 4096))
+	_, err = s.CreateSnapshot(20, &pb.ConfState{Voters: []uint64{1}}, newer)
+	require.NoError(t, err)
+	snap, err = s.Snapshot()
+	require.NoError(t, err)
+	require.Equal(t, newer, snap.GetData())
+	require.Nil(t, s.opened)
+}

@@ -86,11 +86,12 @@ type Store struct {
 	closed bool
 	failed error // sticky: after a failed commit the on-disk state is unknown
 
-	// opened holds the snapshot data Open read to verify it, for the first
-	// Snapshot() call (the controller's, at start) to take instead of
+	// opened holds the snapshot data Open mapped and verified, for the
+	// first Snapshot() call (the controller's, at start) to take instead of
 	// reading and checksumming the file a second time: at a million keys
-	// each read is 280 MB and over a second of CRC on a slow core. Guarded
-	// by mu; nil once taken.
+	// the file is 280 MB. Guarded by mu; nil once taken. Once taken, the
+	// mapping is never unmapped (see Snapshot); Close unmaps it if no one
+	// took it.
 	opened *openedSnap
 	// snapFileReads counts data files read and verified (tests).
 	snapFileReads atomic.Int64
@@ -102,10 +103,12 @@ type Store struct {
 
 var _ raft.Storage = (*Store)(nil)
 
-// openedSnap is verified snapshot data and the file it came from.
+// openedSnap is verified snapshot data, mapped read-only from the file it
+// came from.
 type openedSnap struct {
-	ref  *snapRef
-	data []byte
+	ref   *snapRef
+	data  []byte
+	unmap func()
 }
 
 // Open opens (creating if needed) the store in o.Dir and validates all of it:
@@ -182,6 +185,9 @@ func openStore(o Options, logger *slog.Logger) (s *Store, err error) {
 			if db != nil {
 				closeQuietly(db)
 			}
+			if s != nil {
+				s.dropOpened()
+			}
 			s, err = nil, fmt.Errorf("%w: panic while opening: %v", ErrCorrupt, r)
 		}
 	}()
@@ -192,9 +198,19 @@ func openStore(o Options, logger *slog.Logger) (s *Store, err error) {
 	s = &Store{opts: o, log: logger, db: db, cache: newTailCache(o.CacheBytes)}
 	if err := s.load(); err != nil {
 		closeQuietly(db)
+		s.dropOpened()
 		return nil, err
 	}
 	return s, nil
+}
+
+// dropOpened unmaps the snapshot Open mapped if no one took it. The caller
+// holds mu, or is Open.
+func (s *Store) dropOpened() {
+	if s.opened != nil {
+		s.opened.unmap()
+		s.opened = nil
+	}
 }
 
 // closeQuietly closes a database that is being abandoned because of an
@@ -218,6 +234,7 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.cache.reset()
+	s.dropOpened() // never handed out, so no one can be reading it
 	if err := s.db.Close(); err != nil {
 		return pebbleErr("close raft log "+s.opts.Dir, err)
 	}

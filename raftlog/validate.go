@@ -101,11 +101,11 @@ func (s *Store) loadSnapData(meta *pb.SnapshotMetadata) (*snapRef, error) {
 		}
 	}
 	if ref != nil && ref.index == meta.GetIndex() && ref.term == meta.GetTerm() {
-		data, err := s.readSnapFile(ref)
+		data, unmap, err := s.mapSnapFile(ref)
 		if err != nil {
 			return nil, err
 		}
-		s.opened = &openedSnap{ref: ref, data: data} // Open runs alone: no lock needed yet
+		s.opened = &openedSnap{ref: ref, data: data, unmap: unmap} // Open runs alone: no lock needed yet
 		return ref, nil
 	}
 	_, inline, err := s.get(keySnapData) // verifies the inline blob's CRC

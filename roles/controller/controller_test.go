@@ -136,6 +136,27 @@ func TestController_RestartKeepsState(t *testing.T) {
 	lead = mc.waitLeader(mc.ids()...)
 	require.NoError(t, mc.node(lead).r.LinearizableRead(context.Background()))
 	require.Equal(t, 60, countPrefix(mc.node(lead), "r"))
+
+	// The restored state refers to the snapshot file each store mapped at
+	// start (metadata.RestoreNoCopy): overwrite half of it, snapshot it
+	// again, and restart once more.
+	for i := 0; i < 60; i += 2 {
+		_, err := mc.put(lead, fmt.Sprintf("r%02d", i), "w")
+		require.NoError(t, err)
+	}
+	for _, id := range mc.ids() {
+		mc.stopNode(id)
+	}
+	for _, id := range mc.ids() {
+		mc.start(id)
+	}
+	lead = mc.waitLeader(mc.ids()...)
+	require.NoError(t, mc.node(lead).r.LinearizableRead(context.Background()))
+	for i := 0; i < 60; i++ {
+		kv, ok := mc.node(lead).State().Get(fmt.Sprintf("r%02d", i))
+		require.True(t, ok)
+		require.Equal(t, map[bool]string{true: "w", false: "v"}[i%2 == 0], string(kv.Value))
+	}
 }
 
 // A snapshot being written does not hold up the raft loop: with the

@@ -360,7 +360,9 @@ func (c *Replica) startRaft() error {
 	}
 	st := metadata.New()
 	if !raft.IsEmptySnap(snap) {
-		if st, err = metadata.Restore(snap.GetData()); err != nil {
+		// No copy: the store hands out the file it verified at Open,
+		// mapped read-only for good (raftlog.Store.Snapshot).
+		if st, err = metadata.RestoreNoCopy(snap.GetData()); err != nil {
 			return fmt.Errorf("restore state machine from snapshot at index %d: %w", snap.GetMetadata().GetIndex(), err)
 		}
 		c.snapIndex = snap.GetMetadata().GetIndex()
