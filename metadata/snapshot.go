@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"unsafe"
 
 	"github.com/google/btree"
@@ -58,6 +59,12 @@ type SnapshotCut struct {
 	ext        []byte
 	znodes     map[string]*ZNode
 	bytesAtCut int64
+
+	// Set by the first Len: the encoded znode section and the lengths of
+	// the meta and KV sections.
+	sized          bool
+	zn             []byte
+	metaLen, kvLen int
 }
 
 // Cut copies the state under its lock. It takes the exclusive lock: the
@@ -78,54 +85,113 @@ func (c *SnapshotCut) Index() uint64 { return c.applied }
 
 // Encode serialises the cut without holding the state's lock, and
 // re-anchors the state's size estimate (size.go) on what it wrote, keeping
-// what Apply added since the cut. Call it once.
+// what Apply added since the cut. Call Encode or WriteTo once.
 func (c *SnapshotCut) Encode() []byte {
-	var zn []byte
-	if len(c.znodes) > 0 {
-		zn = encodeZNodes(c.znodes)
-	}
-	out := encodeSnapshot(c.applied, c.rev, c.cid, c.tree, c.ext, zn)
-	c.s.mu.Lock()
-	c.s.extBytes += int64(len(c.ext)+len(zn)) - c.bytesAtCut
-	c.s.mu.Unlock()
-	return out
+	b := bytes.NewBuffer(make([]byte, 0, c.Len()))
+	_, _ = c.WriteTo(b) // a bytes.Buffer does not fail
+	return b.Bytes()
 }
 
-func encodeSnapshot(applied uint64, rev int64, cid string, tree *btree.BTreeG[item], ext, znodes []byte) []byte {
-	metaLen := uvarintLen(applied) + uvarintLen(uint64(rev)) + uvarintLen(uint64(len(cid))) + len(cid)
-	kvLen := uvarintLen(uint64(tree.Len()))
-	tree.Ascend(func(it item) bool {
-		kvLen += kvRecordLen(it)
-		return true
-	})
-	b := make([]byte, 0, snapHeaderLen+4*sectionHeaderLen+metaLen+kvLen+len(ext)+len(znodes)+snapTrailerLen)
-	b = append(b, snapshotMagic...)
-	b = append(b, SnapshotFormatV1)
-
-	b = appendSectionHeader(b, sectionMeta, metaLen)
-	b = binary.AppendUvarint(b, applied)
-	b = binary.AppendUvarint(b, uint64(rev))
-	b = appendLenString(b, cid)
-
-	b = appendSectionHeader(b, sectionKV, kvLen)
-	b = binary.AppendUvarint(b, uint64(tree.Len()))
-	tree.Ascend(func(it item) bool {
-		b = appendLenString(b, it.key)
-		b = appendLenBytes(b, it.value)
-		b = binary.AppendUvarint(b, uint64(it.create))
-		b = binary.AppendUvarint(b, uint64(it.mod))
-		b = binary.AppendUvarint(b, uint64(it.version))
-		return true
-	})
-	if len(ext) > 0 {
-		b = appendSectionHeader(b, sectionExt, len(ext))
-		b = append(b, ext...)
+// Len is the length of the cut's encoding; the first call computes it.
+func (c *SnapshotCut) Len() int64 {
+	if !c.sized {
+		if len(c.znodes) > 0 {
+			c.zn = encodeZNodes(c.znodes)
+		}
+		c.metaLen = uvarintLen(c.applied) + uvarintLen(uint64(c.rev)) + uvarintLen(uint64(len(c.cid))) + len(c.cid)
+		c.kvLen = uvarintLen(uint64(c.tree.Len()))
+		c.tree.Ascend(func(it item) bool {
+			c.kvLen += kvRecordLen(it)
+			return true
+		})
+		c.sized = true
 	}
-	if len(znodes) > 0 {
-		b = appendSectionHeader(b, sectionZNodes, len(znodes))
-		b = append(b, znodes...)
+	n := snapHeaderLen + 2*sectionHeaderLen + c.metaLen + c.kvLen + snapTrailerLen
+	if len(c.ext) > 0 {
+		n += sectionHeaderLen + len(c.ext)
 	}
-	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	if len(c.zn) > 0 {
+		n += sectionHeaderLen + len(c.zn)
+	}
+	return int64(n)
+}
+
+// WriteTo is Encode into w, exactly Len bytes, through a small buffer: a
+// controller streams its snapshot into the file (raftlog's
+// CreateSnapshotFrom) rather than hold a copy of its whole state in memory.
+func (c *SnapshotCut) WriteTo(w io.Writer) (int64, error) {
+	c.Len()
+	e := snapEncoder{w: w, b: make([]byte, 0, snapEncodeBuffer)}
+	e.b = append(e.b, snapshotMagic...)
+	e.b = append(e.b, SnapshotFormatV1)
+
+	e.b = appendSectionHeader(e.b, sectionMeta, c.metaLen)
+	e.b = binary.AppendUvarint(e.b, c.applied)
+	e.b = binary.AppendUvarint(e.b, uint64(c.rev))
+	e.b = appendLenString(e.b, c.cid)
+
+	e.b = appendSectionHeader(e.b, sectionKV, c.kvLen)
+	e.b = binary.AppendUvarint(e.b, uint64(c.tree.Len()))
+	c.tree.Ascend(func(it item) bool {
+		e.b = appendLenString(e.b, it.key)
+		e.b = appendLenBytes(e.b, it.value)
+		e.b = binary.AppendUvarint(e.b, uint64(it.create))
+		e.b = binary.AppendUvarint(e.b, uint64(it.mod))
+		e.b = binary.AppendUvarint(e.b, uint64(it.version))
+		return e.maybeFlush()
+	})
+	if len(c.ext) > 0 {
+		e.b = appendSectionHeader(e.b, sectionExt, len(c.ext))
+		e.b = append(e.b, c.ext...)
+	}
+	if len(c.zn) > 0 {
+		e.b = appendSectionHeader(e.b, sectionZNodes, len(c.zn))
+		e.b = append(e.b, c.zn...)
+	}
+	if e.flush(); e.err == nil {
+		e.b = binary.BigEndian.AppendUint32(e.b, e.crc)
+		e.flush()
+	}
+	if e.err != nil {
+		return e.n, fmt.Errorf("write metadata snapshot: %w", e.err)
+	}
+	c.s.mu.Lock()
+	c.s.extBytes += int64(len(c.ext)+len(c.zn)) - c.bytesAtCut
+	c.s.mu.Unlock()
+	return e.n, nil
+}
+
+// snapEncodeBuffer is how much of an encoding WriteTo holds before it
+// writes it out.
+const snapEncodeBuffer = 256 << 10
+
+// snapEncoder buffers a snapshot's bytes, checksums and writes them out.
+type snapEncoder struct {
+	w   io.Writer
+	b   []byte
+	crc uint32
+	n   int64
+	err error
+}
+
+// maybeFlush writes the buffer out once it is nearly full; false stops
+// the tree walk after an error.
+func (e *snapEncoder) maybeFlush() bool {
+	if len(e.b) >= snapEncodeBuffer*3/4 {
+		e.flush()
+	}
+	return e.err == nil
+}
+
+func (e *snapEncoder) flush() {
+	if e.err != nil || len(e.b) == 0 {
+		return
+	}
+	e.crc = crc32.Update(e.crc, castagnoli, e.b)
+	n, err := e.w.Write(e.b)
+	e.n += int64(n)
+	e.err = err
+	e.b = e.b[:0]
 }
 
 func kvRecordLen(it item) int {

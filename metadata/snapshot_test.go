@@ -3,10 +3,14 @@ package metadata
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"hash/crc32"
 	"runtime"
+	"strings"
 	"testing"
 
+	"github.com/google/btree"
 	"github.com/stretchr/testify/require"
 )
 
@@ -250,4 +254,45 @@ func FuzzRestore(f *testing.F) {
 		// And it keeps working as a state machine.
 		_, _ = s.Apply(s.AppliedIndex()+1, putCmd("fuzz", "v").Marshal())
 	})
+}
+
+// encodeSnapshot encodes a snapshot with the given sections, as a cut of a
+// state would (tests build snapshots no state could, e.g. znodes in both
+// the ext and the znode section).
+func encodeSnapshot(applied uint64, rev int64, cid string, tree *btree.BTreeG[item], ext, znodes []byte) []byte {
+	c := &SnapshotCut{s: New(), applied: applied, rev: rev, cid: cid, tree: tree, ext: ext}
+	c.Len()
+	c.zn = znodes
+	return c.Encode()
+}
+
+type failingWriter struct{ after int }
+
+func (f *failingWriter) Write(p []byte) (int, error) {
+	if f.after < len(p) {
+		return 0, errors.New("disk full")
+	}
+	f.after -= len(p)
+	return len(p), nil
+}
+
+// WriteTo streams exactly the bytes Encode returns (Len of them), and a
+// failing writer fails it with the writer's error.
+func TestSnapshotWriteToMatchesEncode(t *testing.T) {
+	a := newApplier(t)
+	for i := range 5000 { // more than one write buffer
+		a.apply(putCmd(fmt.Sprintf("w/%05d", i), strings.Repeat("x", 100)))
+	}
+	want, err := a.s.Snapshot()
+	require.NoError(t, err)
+	c := a.s.Cut()
+	require.Equal(t, int64(len(want)), c.Len())
+	var b bytes.Buffer
+	n, err := c.WriteTo(&b)
+	require.NoError(t, err)
+	require.Equal(t, int64(len(want)), n)
+	require.Equal(t, want, b.Bytes())
+
+	_, err = a.s.Cut().WriteTo(&failingWriter{after: snapEncodeBuffer})
+	require.ErrorContains(t, err, "disk full")
 }

@@ -3,6 +3,7 @@ package raftlog
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -465,4 +466,45 @@ func TestOpenedSnapshotOutlivesTheStore(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, newer, snap.GetData())
 	require.Nil(t, s.opened)
+}
+
+// CreateSnapshotFrom streams the data into the file; a writer that fails,
+// or writes another length than it announced, leaves no file and no
+// snapshot behind.
+func TestCreateSnapshotFromStreams(t *testing.T) {
+	dir := t.TempDir()
+	s := openTest(t, dir)
+	require.NoError(t, s.Save(hardState(1, 1, 30), ents(1, 30, 1), nil, true))
+	cs := &pb.ConfState{Voters: []uint64{1}}
+	data := []byte(strings.Repeat("streamed ", 300000)) // several write buffers
+
+	_, err := s.CreateSnapshotFrom(10, cs, int64(len(data)), func(w io.Writer) error {
+		_, err := w.Write(data[:100])
+		return err
+	})
+	require.ErrorContains(t, err, "header says")
+	_, err = s.CreateSnapshotFrom(10, cs, int64(len(data)), func(w io.Writer) error {
+		return errors.New("encoder failed")
+	})
+	require.ErrorContains(t, err, "encoder failed")
+	require.Empty(t, snapFiles(t, dir))
+	snap, err := s.Snapshot()
+	require.NoError(t, err)
+	require.True(t, raft.IsEmptySnap(snap))
+
+	meta, err := s.CreateSnapshotFrom(10, cs, int64(len(data)), func(w io.Writer) error {
+		for p := data; len(p) > 0; p = p[min(len(p), 7000):] {
+			if _, err := w.Write(p[:min(len(p), 7000)]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, uint64(10), meta.GetIndex())
+	require.NoError(t, s.Close())
+	s = openTest(t, dir) // Open checks the file's CRC
+	snap, err = s.Snapshot()
+	require.NoError(t, err)
+	require.Equal(t, data, snap.GetData())
 }

@@ -3,6 +3,7 @@ package raftlog
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -65,6 +66,22 @@ func putConfState(b batchWriter, cs *pb.ConfState) error {
 // lock: only the small metadata batch is committed under wmu, so the raft
 // loop's Save does not wait for a large snapshot's write.
 func (s *Store) CreateSnapshot(i uint64, cs *pb.ConfState, data []byte) (*pb.Snapshot, error) {
+	meta, err := s.CreateSnapshotFrom(i, cs, int64(len(data)), func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &pb.Snapshot{Metadata: meta, Data: data}, nil
+}
+
+// CreateSnapshotFrom is CreateSnapshot with the data written by write,
+// which must write exactly size bytes, straight into the snapshot's file:
+// a controller streams its state there rather than encode hundreds of
+// megabytes into memory first (PERFORMANCE.md, "A million keys"). write
+// runs once, unless a check fails first; its error is returned wrapped.
+func (s *Store) CreateSnapshotFrom(i uint64, cs *pb.ConfState, size int64, write func(io.Writer) error) (*pb.SnapshotMetadata, error) {
 	s.snapMu.Lock()
 	defer s.snapMu.Unlock()
 
@@ -86,7 +103,7 @@ func (s *Store) CreateSnapshot(i uint64, cs *pb.ConfState, data []byte) (*pb.Sna
 		return nil, fmt.Errorf("create snapshot at %d: %w", i, err)
 	}
 
-	ref, err := s.writeSnapFile(i, term, data)
+	ref, err := s.writeSnapFileFrom(i, term, size, write)
 	if err != nil {
 		return nil, fmt.Errorf("create snapshot at %d: %w", i, err)
 	}
@@ -104,7 +121,7 @@ func (s *Store) CreateSnapshot(i uint64, cs *pb.ConfState, data []byte) (*pb.Sna
 		return nil, err
 	}
 	s.removeSnapFiles(ref.name)
-	return &pb.Snapshot{Metadata: proto.Clone(meta).(*pb.SnapshotMetadata), Data: data}, nil
+	return proto.Clone(meta).(*pb.SnapshotMetadata), nil
 }
 
 // checkSnapshotAt checks that a snapshot at i may be created on st.

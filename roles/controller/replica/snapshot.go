@@ -3,6 +3,7 @@ package replica
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"time"
 
@@ -86,8 +87,13 @@ func (c *Replica) writeSnapshot(cut *metadata.SnapshotCut, cs *pb.ConfState, sta
 		h()
 	}
 	idx := cut.Index()
-	data := cut.Encode()
-	if _, err := c.store.CreateSnapshot(idx, cs, data); err != nil {
+	// Streamed into the file: at a million keys an encoded copy was 270 MB
+	// of heap per snapshot, which the Go runtime then kept.
+	size := cut.Len()
+	if _, err := c.store.CreateSnapshotFrom(idx, cs, size, func(w io.Writer) error {
+		_, err := cut.WriteTo(w)
+		return err
+	}); err != nil {
 		if errors.Is(err, raft.ErrSnapOutOfDate) {
 			return snapResult{index: idx, stale: true}
 		}
@@ -105,7 +111,7 @@ func (c *Replica) writeSnapshot(cut *metadata.SnapshotCut, cs *pb.ConfState, sta
 			}
 		}
 	}
-	return snapResult{index: idx, bytes: len(data), took: time.Since(start)}
+	return snapResult{index: idx, bytes: int(size), took: time.Since(start)}
 }
 
 // snapshotDone records a finished snapshot on the loop. A store error
