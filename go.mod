@@ -12,6 +12,7 @@ require (
 	github.com/prometheus/client_model v0.6.3
 	github.com/quic-go/quic-go v0.65.0
 	github.com/stretchr/testify v1.12.1
+	github.com/tidwall/btree v1.8.2
 	github.com/urfave/cli/v2 v2.27.7
 	go.etcd.io/raft/v3 v3.7.0
 	go.yaml.in/yaml/v3 v3.0.5

@@ -362,7 +362,7 @@ func (s *State) putItem(key string, value []byte, cur item, exists bool, lease i
 		it.version = cur.version + 1
 		s.kvBytes -= itemBytes(cur)
 	}
-	s.kvs.ReplaceOrInsert(it)
+	s.kvs.Set(it)
 	s.kvBytes += itemBytes(it)
 	res.Events = append(res.Events, Event{Type: EventPut, Key: key, Value: value,
 		CreateRevision: it.create, ModRevision: it.mod, Version: it.version, Lease: lease})

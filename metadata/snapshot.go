@@ -7,8 +7,6 @@ import (
 	"hash/crc32"
 	"io"
 	"unsafe"
-
-	"github.com/google/btree"
 )
 
 // Snapshot format v1 (see docs/ENCODING.md):
@@ -55,7 +53,7 @@ type SnapshotCut struct {
 	applied    uint64
 	rev        int64
 	cid        string
-	tree       *btree.BTreeG[item]
+	tree       *kvTree
 	ext        []byte
 	znodes     map[string]*ZNode
 	bytesAtCut int64
@@ -68,12 +66,12 @@ type SnapshotCut struct {
 }
 
 // Cut copies the state under its lock. It takes the exclusive lock: the
-// tree's Clone changes its copy-on-write bookkeeping.
+// tree's Copy changes its copy-on-write bookkeeping.
 func (s *State) Cut() *SnapshotCut {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c := &SnapshotCut{s: s, applied: s.applied, rev: s.revision, cid: s.clusterID,
-		tree: s.kvs.Clone(), znodes: cloneZNodes(s.ext.ZNodes), bytesAtCut: s.extBytes}
+		tree: s.kvs.Copy(), znodes: cloneZNodes(s.ext.ZNodes), bytesAtCut: s.extBytes}
 	if b := s.ext.encode(); string(b) != "{}" {
 		c.ext = b
 	}
@@ -100,7 +98,7 @@ func (c *SnapshotCut) Len() int64 {
 		}
 		c.metaLen = uvarintLen(c.applied) + uvarintLen(uint64(c.rev)) + uvarintLen(uint64(len(c.cid))) + len(c.cid)
 		c.kvLen = uvarintLen(uint64(c.tree.Len()))
-		c.tree.Ascend(func(it item) bool {
+		c.tree.Scan(func(it item) bool {
 			c.kvLen += kvRecordLen(it)
 			return true
 		})
@@ -132,7 +130,7 @@ func (c *SnapshotCut) WriteTo(w io.Writer) (int64, error) {
 
 	e.b = appendSectionHeader(e.b, sectionKV, c.kvLen)
 	e.b = binary.AppendUvarint(e.b, uint64(c.tree.Len()))
-	c.tree.Ascend(func(it item) bool {
+	c.tree.Scan(func(it item) bool {
 		e.b = appendLenString(e.b, it.key)
 		e.b = appendLenBytes(e.b, it.value)
 		e.b = binary.AppendUvarint(e.b, uint64(it.create))
@@ -385,7 +383,7 @@ func (s *State) decodeKVs(p []byte, share bool) error {
 			return corrupt("kv record %d (key %q): %v", i, it.key, err)
 		}
 		prev = it.key
-		s.kvs.ReplaceOrInsert(it)
+		s.kvs.Load(it) // keys are checked ascending above: an append
 		s.kvBytes += itemBytes(it)
 	}
 	if r.remaining() != 0 {

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/btree"
 	"github.com/stretchr/testify/require"
 )
 
@@ -259,7 +258,7 @@ func FuzzRestore(f *testing.F) {
 // encodeSnapshot encodes a snapshot with the given sections, as a cut of a
 // state would (tests build snapshots no state could, e.g. znodes in both
 // the ext and the znode section).
-func encodeSnapshot(applied uint64, rev int64, cid string, tree *btree.BTreeG[item], ext, znodes []byte) []byte {
+func encodeSnapshot(applied uint64, rev int64, cid string, tree *kvTree, ext, znodes []byte) []byte {
 	c := &SnapshotCut{s: New(), applied: applied, rev: rev, cid: cid, tree: tree, ext: ext}
 	c.Len()
 	c.zn = znodes
