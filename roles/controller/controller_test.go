@@ -123,18 +123,24 @@ func TestController_LaggingFollowerCatchesUpFromSnapshot(t *testing.T) {
 func TestController_RestartKeepsState(t *testing.T) {
 	mc := newMemCluster(t, 3, func(c *Config) { c.SnapshotEvery = 25; c.SnapshotCatchUp = 5 })
 	lead := mc.waitLeader(mc.ids()...)
+	// restartAll stops and starts every controller and returns the leader
+	// once it serves linearizable reads.
+	restartAll := func() uint64 {
+		for _, id := range mc.ids() {
+			mc.stopNode(id)
+		}
+		for _, id := range mc.ids() {
+			mc.start(id)
+		}
+		lead := mc.waitLeader(mc.ids()...)
+		require.NoError(t, mc.node(lead).r.LinearizableRead(context.Background()))
+		return lead
+	}
 	for i := 0; i < 60; i++ {
 		_, err := mc.put(lead, fmt.Sprintf("r%02d", i), "v")
 		require.NoError(t, err)
 	}
-	for _, id := range mc.ids() {
-		mc.stopNode(id)
-	}
-	for _, id := range mc.ids() {
-		mc.start(id)
-	}
-	lead = mc.waitLeader(mc.ids()...)
-	require.NoError(t, mc.node(lead).r.LinearizableRead(context.Background()))
+	lead = restartAll()
 	require.Equal(t, 60, countPrefix(mc.node(lead), "r"))
 
 	// The restored state refers to the snapshot file each store mapped at
@@ -144,14 +150,7 @@ func TestController_RestartKeepsState(t *testing.T) {
 		_, err := mc.put(lead, fmt.Sprintf("r%02d", i), "w")
 		require.NoError(t, err)
 	}
-	for _, id := range mc.ids() {
-		mc.stopNode(id)
-	}
-	for _, id := range mc.ids() {
-		mc.start(id)
-	}
-	lead = mc.waitLeader(mc.ids()...)
-	require.NoError(t, mc.node(lead).r.LinearizableRead(context.Background()))
+	lead = restartAll()
 	for i := 0; i < 60; i++ {
 		kv, ok := mc.node(lead).State().Get(fmt.Sprintf("r%02d", i))
 		require.True(t, ok)
