@@ -91,6 +91,7 @@ func Start(cfg Config) (*Controller, error) {
 			LeadershipChanged: c.leadershipChanged,
 			BeforeApply:       cfg.ApplyHook,
 			SnapshotWriting:   cfg.SnapshotHook,
+			BeforePersist:     cfg.PersistHook,
 		},
 	})
 	if err != nil {
