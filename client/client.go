@@ -8,6 +8,10 @@
 // proposed: the connection could not be established (dial error), or the controller answered 503 with code
 // "no_leader" or "not_ready". A 503 "timeout" is returned to the caller (ErrTimeout) because the write may still
 // commit; retrying it blindly could apply it twice.
+//
+// Leader hint: a follower names the leader's API address in every answer (LeaderHeader). When that address is one
+// of the configured endpoints, the next calls start there, so writes skip the follower's forwarding hop. The hint
+// only moves where the next call starts; it never resends a call.
 package client
 
 import (
@@ -50,6 +54,9 @@ const ClientHeader = "X-Corral-Client"
 // ClientName is ClientHeader's value.
 const ClientName = "corral-go"
 
+// LeaderHeader is the answer header in which a follower names the leader's API address (HOST:PORT).
+const LeaderHeader = "X-Corral-Leader"
+
 // Config configures a Client.
 type Config struct {
 	// Endpoints are the controllers' HTTP API base URLs, e.g. "http://127.0.0.1:8080". A missing scheme means
@@ -71,9 +78,11 @@ type Config struct {
 // Client talks to a corral cluster over its HTTP API.
 type Client struct {
 	endpoints []string
-	token     string
-	timeout   time.Duration
-	hc        *http.Client
+	// hosts are the endpoints' HOST:PORT, lower case, to match LeaderHeader against.
+	hosts   []string
+	token   string
+	timeout time.Duration
+	hc      *http.Client
 	// preferred is the index of the last endpoint that answered; calls start there so that a healthy endpoint is
 	// not re-discovered on every call.
 	preferred atomic.Int64
@@ -91,6 +100,7 @@ func New(cfg Config) (*Client, error) {
 			return nil, err
 		}
 		c.endpoints = append(c.endpoints, n)
+		c.hosts = append(c.hosts, endpointHost(n))
 	}
 	if c.timeout == 0 {
 		c.timeout = DefaultTimeout
@@ -165,6 +175,46 @@ func normalizeEndpoint(s string) (string, error) {
 	return strings.TrimRight(u.String(), "/"), nil
 }
 
+// endpointHost is a normalized endpoint's HOST:PORT, with the scheme's default port made explicit, in lower case.
+func endpointHost(ep string) string {
+	u, err := url.Parse(ep)
+	if err != nil {
+		return ""
+	}
+	port := u.Port()
+	if port == "" {
+		port = "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+	}
+	return strings.ToLower(net.JoinHostPort(u.Hostname(), port))
+}
+
+// leaderEndpoint is the index of the endpoint resp names as the leader, or -1 when it names none of them.
+func (c *Client) leaderEndpoint(resp *http.Response) int {
+	hint := resp.Header.Get(LeaderHeader)
+	if hint == "" || len(hint) > 300 {
+		return -1
+	}
+	hint = strings.ToLower(hint)
+	for i, h := range c.hosts {
+		if h == hint {
+			return i
+		}
+	}
+	return -1
+}
+
+// answered records that endpoint idx answered; leader is the endpoint it named as the leader (-1: none). The next
+// calls start at the leader when the client knows it, else where this one succeeded.
+func (c *Client) answered(idx, leader int) {
+	if leader >= 0 {
+		idx = leader
+	}
+	c.preferred.Store(int64(idx))
+}
+
 // call is one API request; it may be sent to several endpoints, so the body is kept as bytes.
 type call struct {
 	method string
@@ -219,9 +269,9 @@ func (c *Client) round(ctx, parent context.Context, cl call, out any) (err error
 	for i := 0; i < n; i++ {
 		idx := (start + i) % n
 		ep := c.endpoints[idx]
-		err := c.attempt(ctx, ep, cl, out)
+		leader, err := c.attempt(ctx, ep, cl, out)
 		if err == nil {
-			c.preferred.Store(int64(idx))
+			c.answered(idx, leader)
 			return nil, false
 		}
 		var apiErr *Error
@@ -229,7 +279,7 @@ func (c *Client) round(ctx, parent context.Context, cl call, out any) (err error
 		case errors.As(err, &apiErr):
 			if !apiErr.retryElsewhere() {
 				// The endpoint is healthy; the answer (404, 409, timeout, ...) is the caller's to handle.
-				c.preferred.Store(int64(idx))
+				c.answered(idx, leader)
 				return err, false
 			}
 		case ctx.Err() != nil:
@@ -261,8 +311,36 @@ func (c *Client) contextError(parent context.Context, cl call, ep string, err er
 		cl.method, ep, cl.path, c.timeout, ErrTimeout, err)
 }
 
-// attempt sends cl to one endpoint.
-func (c *Client) attempt(ctx context.Context, ep string, cl call, out any) error {
+// attempt sends cl to one endpoint. leader is the endpoint the answer named as the leader (-1: none or no answer).
+func (c *Client) attempt(ctx context.Context, ep string, cl call, out any) (leader int, err error) {
+	leader = -1
+	resp, err := c.send(ctx, ep, cl)
+	if err != nil {
+		return leader, err
+	}
+	leader = c.leaderEndpoint(resp)
+	defer func() {
+		// Drain a little so the connection can be reused.
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBytes))
+		_ = resp.Body.Close()
+	}()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return leader, decodeError(resp)
+	}
+	if cl.raw != nil {
+		return leader, cl.raw(resp.Body)
+	}
+	if out == nil {
+		return leader, nil
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxResponseBytes)).Decode(out); err != nil {
+		return leader, fmt.Errorf("decode answer to %s %s%s: %w", cl.method, ep, cl.path, err)
+	}
+	return leader, nil
+}
+
+// send builds cl for endpoint ep and sends it; the caller closes the answer's body.
+func (c *Client) send(ctx context.Context, ep string, cl call) (*http.Response, error) {
 	u := ep + cl.path
 	if len(cl.query) > 0 {
 		u += "?" + cl.query.Encode()
@@ -273,7 +351,7 @@ func (c *Client) attempt(ctx context.Context, ep string, cl call, out any) error
 	}
 	req, err := http.NewRequestWithContext(ctx, cl.method, u, body)
 	if err != nil {
-		return fmt.Errorf("build request %s %s: %w", cl.method, u, err)
+		return nil, fmt.Errorf("build request %s %s: %w", cl.method, u, err)
 	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set(ClientHeader, ClientName)
@@ -287,28 +365,7 @@ func (c *Client) attempt(ctx context.Context, ep string, cl call, out any) error
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		// Drain a little so the connection can be reused.
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBytes))
-		_ = resp.Body.Close()
-	}()
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return decodeError(resp)
-	}
-	if cl.raw != nil {
-		return cl.raw(resp.Body)
-	}
-	if out == nil {
-		return nil
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, maxResponseBytes)).Decode(out); err != nil {
-		return fmt.Errorf("decode answer to %s %s: %w", cl.method, u, err)
-	}
-	return nil
+	return c.hc.Do(req)
 }
 
 // decodeError turns a non-2xx answer into an *Error, tolerating bodies that are not corral JSON.

@@ -35,6 +35,8 @@ type fakeAPI struct {
 	// without "more", as servers before pagination did.
 	pageSize int
 	noPages  bool
+	// leaderHint, when set, is sent as LeaderHeader on every answer.
+	leaderHint string
 }
 
 type fakeKV struct {
@@ -61,6 +63,9 @@ func newFakeAPI(t *testing.T) *fakeAPI {
 		f.mu.Lock()
 		f.lastReq = r.Clone(r.Context())
 		fail, h := f.failWith, f.handler
+		if f.leaderHint != "" {
+			w.Header().Set(LeaderHeader, f.leaderHint)
+		}
 		f.mu.Unlock()
 		if h != nil {
 			h.ServeHTTP(w, r)

@@ -309,7 +309,7 @@ func (c *Client) doStream(ctx context.Context, cl call) (*http.Response, error) 
 			return nil, lastErr
 		}
 		if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
-			c.preferred.Store(int64(idx))
+			c.answered(idx, c.leaderEndpoint(resp))
 			return resp, nil
 		}
 		err = decodeError(resp)

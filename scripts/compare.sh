@@ -8,6 +8,10 @@
 # then runs scripts/compare (one load generator for all three: 256-byte
 # overwrites of 1,000 keys) for each client count, the three systems in
 # turn, ROUNDS times, so drift on the machine hits all three alike.
+# corral runs twice: "corral" through its Go client listing every node
+# (a follower's first answer names the leader, and the client's later
+# puts go there), "corral-pinned" with each client held to one node as
+# etcd's and ZooKeeper's clients are here (puts on a follower forwarded).
 #   scripts/compare.sh [ROUNDS] [DURATION] [CLIENT COUNTS]   # defaults: 3 10s "1 16 128"
 #
 # With "failover" it measures instead the longest gap between acknowledged
@@ -233,6 +237,7 @@ echo "# 256-byte overwrites of 1,000 keys, $duration per run, $rounds rounds, sy
 for r in $(seq 1 "$rounds"); do
 	for c in $counts; do
 		bin/compare -system corral -endpoints "$ecorral" -clients "$c" -duration "$duration" | sed "s/^/round-$r /"
+		bin/compare -system corral-pinned -endpoints "$ecorral" -clients "$c" -duration "$duration" | sed "s/^/round-$r /"
 		bin/compare -system etcd -endpoints "$eetcd" -clients "$c" -duration "$duration" | sed "s/^/round-$r /"
 		bin/compare -system zk -endpoints "$ezk" -clients "$c" -duration "$duration" | sed "s/^/round-$r /"
 	done

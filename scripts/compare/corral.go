@@ -1,43 +1,41 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"fmt"
-	"io"
-	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/corral-dev/corral/client"
 )
 
-// corralWriter PUTs to one controller's HTTP API (clients are spread over
-// the endpoints, like etcd's balancer and ZooKeeper's random server).
-type corralWriter struct {
-	hc  *http.Client
-	url string
-}
+// corralWriter puts through corral's own Go client, one client (one
+// connection) per simulated client. Like etcd's writers, client n starts
+// at endpoint n mod 3; unlike etcd's, it lists every endpoint, so the
+// first answer from a follower names the leader (X-Corral-Leader) and
+// its later puts go there, as the Go client does for every user.
+// "corral-pinned" lists endpoint n mod 3 alone: puts stay on a follower
+// for two clients in three, forwarded to the leader, as before the hint.
+type corralWriter struct{ c *client.Client }
 
 func newCorral(eps []string, n int) (writer, error) {
-	tr := &http.Transport{MaxIdleConnsPerHost: 1, DisableCompression: true}
-	return &corralWriter{hc: &http.Client{Transport: tr, Timeout: 10 * time.Second}, url: eps[n%len(eps)]}, nil
+	list := make([]string, 0, len(eps))
+	for i := range eps {
+		list = append(list, eps[(n+i)%len(eps)])
+	}
+	c, err := client.New(client.Config{Endpoints: list, Timeout: 10 * time.Second})
+	if err != nil {
+		return nil, err
+	}
+	return &corralWriter{c: c}, nil
+}
+
+func newCorralPinned(eps []string, n int) (writer, error) {
+	return newCorral(eps[n%len(eps):n%len(eps)+1], 0)
 }
 
 func (w *corralWriter) write(ctx context.Context, i int, value []byte) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, w.url+"/v1/kv/bench/k"+strconv.Itoa(i), bytes.NewReader(value))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("X-Corral-Client", "compare")
-	resp, err := w.hc.Do(req)
-	if err != nil {
-		return err
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("PUT: HTTP %d", resp.StatusCode)
-	}
-	return nil
+	_, err := w.c.Put(ctx, "bench/k"+strconv.Itoa(i), value)
+	return err
 }
 
-func (w *corralWriter) close() { w.hc.CloseIdleConnections() }
+func (w *corralWriter) close() {}

@@ -445,7 +445,7 @@ func (s *Server) Addr() string {
 // Handler returns the API with auth and metrics applied.
 func (s *Server) Handler() http.Handler {
 	mux := s.routeMux()
-	return s.instrument(s.browserSafe(mux.ServeMux, s.auth(mux))) // browser.go, acl.go
+	return s.instrument(s.leaderHint(s.browserSafe(mux.ServeMux, s.auth(mux)))) // leaderhint.go, browser.go, acl.go
 }
 
 // routeMux registers every route, each behind its permission (acl.go).

@@ -1,0 +1,87 @@
+package integration
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// putsServed counts the puts a controller's API answered. (metricLabeled
+// cannot match this route: its value holds a "}".)
+func putsServed(t *testing.T, n *node) float64 {
+	t.Helper()
+	resp, err := http.Get(n.endpoint() + "/metrics")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var sum float64
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "corral_http_request_duration_seconds_count{") &&
+			strings.Contains(line, `route="PUT /v1/kv/{key...}"`) {
+			f := strings.Fields(line)
+			v, err := strconv.ParseFloat(f[len(f)-1], 64)
+			require.NoError(t, err, line)
+			sum += v
+		}
+	}
+	require.NoError(t, sc.Err())
+	return sum
+}
+
+// A client that lists every controller, starting at a follower, sends its
+// calls to the leader after the first answer (the follower names the
+// leader in X-Corral-Leader), and again after the leader is killed.
+func TestQuorum_ClientMovesToTheLeader(t *testing.T) {
+	c := newCluster(t, 3)
+	c.startAll()
+	lead := c.waitLeader(30 * time.Second)
+	var order []uint64 // followers first
+	for id := uint64(1); id <= 3; id++ {
+		if id != lead {
+			order = append(order, id)
+		}
+	}
+	order = append(order, lead)
+	// A new cluster's controllers announce their API addresses through
+	// the log just after they start; until the leader's is applied, a
+	// follower cannot name it.
+	require.Eventually(t, func() bool {
+		resp, err := http.Get(c.nodes[order[0]].endpoint() + "/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.Header.Get("X-Corral-Leader") == c.nodes[lead].httpAddr
+	}, 20*time.Second, 20*time.Millisecond, "follower %d never named leader %d", order[0], lead)
+	cl := c.client(order...)
+	ctx := context.Background()
+	for i := range 20 {
+		_, err := cl.Put(ctx, fmt.Sprintf("hint/%d", i), []byte("v"))
+		require.NoError(t, err)
+	}
+	require.EqualValues(t, 1, putsServed(t, c.nodes[order[0]]), "the follower served the first put only")
+	require.EqualValues(t, 0, putsServed(t, c.nodes[order[1]]))
+	require.EqualValues(t, 19, putsServed(t, c.nodes[lead]))
+
+	c.kill(lead)
+	newLead := c.waitLeader(30*time.Second, order[:2]...)
+	before := putsServed(t, c.nodes[newLead])
+	for i := range 20 {
+		require.Eventually(t, func() bool {
+			_, err := cl.Put(ctx, fmt.Sprintf("hint/after/%d", i), []byte("v"))
+			return err == nil
+		}, 20*time.Second, 50*time.Millisecond)
+	}
+	// The first put after the kill may land on the other follower, which
+	// names the new leader; the rest go to the new leader.
+	require.GreaterOrEqual(t, putsServed(t, c.nodes[newLead])-before, float64(19))
+}
