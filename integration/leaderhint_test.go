@@ -1,11 +1,9 @@
 package integration
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,24 +15,10 @@ import (
 // cannot match this route: its value holds a "}".)
 func putsServed(t *testing.T, n *node) float64 {
 	t.Helper()
-	resp, err := http.Get(n.endpoint() + "/metrics")
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	var sum float64
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "corral_http_request_duration_seconds_count{") &&
-			strings.Contains(line, `route="PUT /v1/kv/{key...}"`) {
-			f := strings.Fields(line)
-			v, err := strconv.ParseFloat(f[len(f)-1], 64)
-			require.NoError(t, err, line)
-			sum += v
-		}
-	}
-	require.NoError(t, sc.Err())
-	return sum
+	return metricSum(t, n, func(line string) bool {
+		return strings.HasPrefix(line, "corral_http_request_duration_seconds_count{") &&
+			strings.Contains(line, `route="PUT /v1/kv/{key...}"`)
+	})
 }
 
 // A client that lists every controller, starting at a follower, sends its

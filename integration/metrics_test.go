@@ -9,8 +9,9 @@ import (
 	"testing"
 )
 
-// metricValue sums every sample of a metric family on a node's /metrics.
-func metricValue(t *testing.T, n *node, name string) float64 {
+// metricSum sums the samples on a node's /metrics whose lines keep
+// accepts (0 when the node does not answer).
+func metricSum(t *testing.T, n *node, keep func(line string) bool) float64 {
 	t.Helper()
 	resp, err := http.Get(n.endpoint() + "/metrics")
 	if err != nil {
@@ -22,11 +23,7 @@ func metricValue(t *testing.T, n *node, name string) float64 {
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.HasPrefix(line, name) {
-			continue
-		}
-		rest := line[len(name):]
-		if rest != "" && rest[0] != ' ' && rest[0] != '{' {
+		if !keep(line) {
 			continue
 		}
 		f := strings.Fields(line)
@@ -37,35 +34,28 @@ func metricValue(t *testing.T, n *node, name string) float64 {
 	return sum
 }
 
+// metricValue sums every sample of a metric family on a node's /metrics.
+func metricValue(t *testing.T, n *node, name string) float64 {
+	t.Helper()
+	return metricSum(t, n, func(line string) bool {
+		rest, ok := strings.CutPrefix(line, name)
+		return ok && (rest == "" || rest[0] == ' ' || rest[0] == '{')
+	})
+}
+
 // metricLabeled sums the samples of a metric family on a node's /metrics
-// that carry label="value".
+// that carry label="value" (a value without "}" or ",").
 func metricLabeled(t *testing.T, n *node, name, label, value string) float64 {
 	t.Helper()
-	resp, err := http.Get(n.endpoint() + "/metrics")
-	if err != nil {
-		return 0
-	}
-	defer resp.Body.Close()
 	want := label + "=" + strconv.Quote(value)
-	var sum float64
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
+	return metricSum(t, n, func(line string) bool {
 		labels, ok := strings.CutPrefix(line, name+"{")
 		if !ok {
-			continue
+			return false
 		}
 		labels, _, ok = strings.Cut(labels, "}")
-		if !ok || !slices.Contains(strings.Split(labels, ","), want) {
-			continue
-		}
-		f := strings.Fields(line)
-		if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
-			sum += v
-		}
-	}
-	return sum
+		return ok && slices.Contains(strings.Split(labels, ","), want)
+	})
 }
 
 // rejected is how many peers a controller refused for reason
