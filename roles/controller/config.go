@@ -147,9 +147,9 @@ type Config struct {
 	// stand for a slow apply path; production leaves it nil.
 	ApplyHook func()
 	// PersistHook, when set, runs on the raft loop before a batch of new
-	// entries is written (the last new and the last committed index; 0:
-	// none). Tests block it; production leaves it nil.
-	PersistHook func(lastEntry, lastCommitted uint64)
+	// entries is written, with the last one's index. Tests block it;
+	// production leaves it nil.
+	PersistHook func(lastEntry uint64)
 	// SnapshotHook, when set, runs where a snapshot is written, off the
 	// raft loop, before the encoding. Tests block it to show that the loop
 	// goes on meanwhile; production leaves it nil.

@@ -84,10 +84,9 @@ type Hooks struct {
 	// is applied (tests block it to stand for a slow apply path).
 	BeforeApply func()
 	// BeforePersist, when set, runs on the raft loop before a Ready with
-	// new entries is written, with the last of them and the last committed
-	// entry in the Ready (0: none). Tests block it to see what a
-	// controller answers while its disk has not synced yet.
-	BeforePersist func(lastEntry, lastCommitted uint64)
+	// new entries is written, with the last of them. Tests block it to see
+	// what a controller answers while its disk has not synced yet.
+	BeforePersist func(lastEntry uint64)
 	// SnapshotWriting, when set, runs in the snapshot goroutine before it
 	// encodes a cut (tests block it to show the loop goes on meanwhile).
 	SnapshotWriting func()
