@@ -83,8 +83,8 @@ type Client struct {
 	token   string
 	timeout time.Duration
 	hc      *http.Client
-	// preferred is the index of the last endpoint that answered; calls start there so that a healthy endpoint is
-	// not re-discovered on every call.
+	// preferred is the index of the leader a follower named (LeaderHeader), else of the last endpoint that
+	// answered; calls start there so that a healthy endpoint is not re-discovered on every call.
 	preferred atomic.Int64
 }
 
