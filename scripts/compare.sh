@@ -233,12 +233,17 @@ if [ "$mode" = restart ]; then
 	echo "# every result as JSON: $base/restart.json"
 	exit 0
 fi
+# The servers' pids, for the CPU each system's three nodes spend per write.
+pcorral=$(cat "$base"/corral/node-{1,2,3}.pid | paste -sd,)
+petcd=$(IFS=,; echo "${pids[*]:0:3}")
+pzk=$(IFS=,; echo "${pids[*]:3:3}")
 echo "# 256-byte overwrites of 1,000 keys, $duration per run, $rounds rounds, systems in turn"
+echo "# cpu/op: CPU time per acknowledged write, of the system's 3 servers together and of the load generator"
 for r in $(seq 1 "$rounds"); do
 	for c in $counts; do
-		bin/compare -system corral -endpoints "$ecorral" -clients "$c" -duration "$duration" | sed "s/^/round-$r /"
-		bin/compare -system corral-pinned -endpoints "$ecorral" -clients "$c" -duration "$duration" | sed "s/^/round-$r /"
-		bin/compare -system etcd -endpoints "$eetcd" -clients "$c" -duration "$duration" | sed "s/^/round-$r /"
-		bin/compare -system zk -endpoints "$ezk" -clients "$c" -duration "$duration" | sed "s/^/round-$r /"
+		bin/compare -system corral -endpoints "$ecorral" -cpu-pids "$pcorral" -clients "$c" -duration "$duration" | sed "s/^/round-$r /"
+		bin/compare -system corral-pinned -endpoints "$ecorral" -cpu-pids "$pcorral" -clients "$c" -duration "$duration" | sed "s/^/round-$r /"
+		bin/compare -system etcd -endpoints "$eetcd" -cpu-pids "$petcd" -clients "$c" -duration "$duration" | sed "s/^/round-$r /"
+		bin/compare -system zk -endpoints "$ezk" -cpu-pids "$pzk" -clients "$c" -duration "$duration" | sed "s/^/round-$r /"
 	done
 done

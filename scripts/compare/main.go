@@ -71,7 +71,13 @@ func main() {
 	duration := flag.Duration("duration", 10*time.Second, "how long to write")
 	valueSize := flag.Int("value-size", 256, "bytes per value")
 	keys := flag.Int("keys", 1000, "distinct keys")
+	cpuPids := flag.String("cpu-pids", "", "comma-separated pids of the system's servers: report their CPU time per op, and this client's")
 	flag.Parse()
+	servers, err := parsePids(*cpuPids)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "compare: %v\n", err)
+		os.Exit(1)
+	}
 	eps := strings.Split(*endpoints, ",")
 	if *system == "" || *endpoints == "" || *clients < 1 || *clients > 1024 || *duration <= 0 || *duration > 10*time.Minute ||
 		*valueSize < 1 || *valueSize > 1<<20 || *keys < 1 || *keys > 100000 {
@@ -111,6 +117,7 @@ func main() {
 		wg     sync.WaitGroup
 	)
 	start := time.Now()
+	srv0, self0 := serversCPU(servers), selfCPU()
 	for c, w := range ws {
 		wg.Go(func() {
 			var mine []time.Duration
@@ -135,6 +142,7 @@ func main() {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	srvCPU, selfUsed := serversCPU(servers)-srv0, selfCPU()-self0
 	for _, w := range ws {
 		w.close()
 	}
@@ -149,7 +157,14 @@ func main() {
 	if len(lat) > 0 {
 		maxLat = lat[len(lat)-1]
 	}
-	fmt.Printf("%-6s clients=%-4d ops=%-7d errors=%-4d ops/s=%-8.1f p50=%-9s p99=%-9s max=%s\n", *system, *clients, len(lat), errors,
+	cpu := ""
+	if len(servers) > 0 && len(lat) > 0 {
+		// CPU per acknowledged op: the servers' (10 ms ticks, so read it
+		// over runs of seconds) and this load generator's own.
+		n := time.Duration(len(lat))
+		cpu = fmt.Sprintf("    cpu/op: servers=%s client=%s", (srvCPU / n).Round(time.Microsecond), (selfUsed / n).Round(time.Microsecond))
+	}
+	fmt.Printf("%-6s clients=%-4d ops=%-7d errors=%-4d ops/s=%-8.1f p50=%-9s p99=%-9s max=%-9s%s\n", *system, *clients, len(lat), errors,
 		float64(len(lat))/elapsed.Seconds(), pct(0.50).Round(10*time.Microsecond), pct(0.99).Round(10*time.Microsecond),
-		maxLat.Round(10*time.Microsecond))
+		maxLat.Round(10*time.Microsecond), cpu)
 }

@@ -385,22 +385,7 @@ func printSessionTable(w io.Writer, res []sessionRun) {
 	fmt.Fprintln(w)
 }
 
-// procCPU is utime+stime of pid in clock ticks (USER_HZ, 100 on Linux).
-func procCPU(pid int) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	i := strings.LastIndexByte(string(b), ')')
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 13 {
-		return 0, errors.New("short stat")
-	}
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	s, _ := strconv.ParseInt(f[12], 10, 64)
-	return u + s, nil
-}
-
+// procRSSMiB is pid's resident set size (VmRSS) in MiB.
 func procRSSMiB(pid int) float64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
