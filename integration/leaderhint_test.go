@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/corral-dev/corral/client"
 )
 
 // putsServed counts the puts a controller's API answered. (metricLabeled
@@ -44,7 +46,7 @@ func TestQuorum_ClientMovesToTheLeader(t *testing.T) {
 			return false
 		}
 		resp.Body.Close()
-		return resp.Header.Get("X-Corral-Leader") == c.nodes[lead].httpAddr
+		return resp.Header.Get(client.LeaderHeader) == c.nodes[lead].httpAddr
 	}, 20*time.Second, 20*time.Millisecond, "follower %d never named leader %d", order[0], lead)
 	cl := c.client(order...)
 	ctx := context.Background()

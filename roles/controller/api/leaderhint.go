@@ -26,9 +26,6 @@ func (s *Server) leaderHint(next http.Handler) http.Handler {
 // leaderAPIAddr is the leader's announced API address when another
 // controller leads and its address is known, else "".
 func (s *Server) leaderAPIAddr() string {
-	if s.cluster.IsLeader() {
-		return ""
-	}
 	lead := s.cluster.LeaderID()
 	if lead == 0 || lead == s.cfg.NodeID {
 		return ""
