@@ -117,8 +117,12 @@ func New(cfg Config) (*Client, error) {
 		// Many goroutines usually share one Client against a handful of controllers; the default of 2 idle
 		// connections per host would make most requests dial anew.
 		tr.MaxIdleConnsPerHost = 64
+		var rt http.RoundTripper = tr
+		if directSupported {
+			rt = newDirectTransport(tr)
+		}
 		c.hc = &http.Client{
-			Transport: tr,
+			Transport: rt,
 			CheckRedirect: func(*http.Request, []*http.Request) error {
 				return http.ErrUseLastResponse
 			},

@@ -71,6 +71,7 @@ func main() {
 	duration := flag.Duration("duration", 10*time.Second, "how long to write")
 	valueSize := flag.Int("value-size", 256, "bytes per value")
 	keys := flag.Int("keys", 1000, "distinct keys")
+	cpuProfile := flag.String("cpuprofile", "", "write this load generator's CPU profile to the file")
 	cpuPids := flag.String("cpu-pids", "", "comma-separated pids of the system's servers: report their CPU time per op, and this client's")
 	flag.Parse()
 	servers, err := parsePids(*cpuPids)
@@ -116,6 +117,14 @@ func main() {
 		errors int
 		wg     sync.WaitGroup
 	)
+	if *cpuProfile != "" {
+		stop, err := startProfile(*cpuProfile)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "compare: %v\n", err)
+			os.Exit(1)
+		}
+		defer stop()
+	}
 	start := time.Now()
 	srv0, self0 := serversCPU(servers), selfCPU()
 	for c, w := range ws {
