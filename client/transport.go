@@ -42,6 +42,9 @@ const (
 	// idleExpiry drops a pooled connection unused for this long, well under
 	// the API's own idle timeout (2 minutes), like net/http's 90 s.
 	idleExpiry = 90 * time.Second
+	// tlsHandshakeTimeout is net/http's default: a call without a deadline
+	// still cannot hang on a server that never finishes the handshake.
+	tlsHandshakeTimeout = 10 * time.Second
 )
 
 // aLongTimeAgo is a deadline in the past: setting it makes a blocked read or write return at once.
@@ -100,7 +103,7 @@ func (t *directTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		var nw nothingWritten
 		if attempt == 0 && reused && errors.As(err, &nw) && ctx.Err() == nil {
-			// A pooled connection the server had closed: the request never
+			// A pooled connection the server had closed: no whole request
 			// reached it, so it is safe to send again, once.
 			if req, err = rewound(req); err == nil {
 				continue
@@ -114,7 +117,9 @@ func (t *directTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 }
 
-// nothingWritten marks an error raised before the request left this process.
+// nothingWritten marks an error raised before the whole request was
+// written: the server cannot act on a request it did not get whole (the
+// API reads a body to its end before acting on it).
 type nothingWritten struct{ error }
 
 func (e nothingWritten) Unwrap() error { return e.error }
@@ -154,8 +159,8 @@ func (t *directTransport) exchange(ctx context.Context, dc *directConn, req *htt
 	if err := dc.bw.Flush(); err != nil {
 		stop()
 		_ = dc.conn.Close()
-		// A failed write means the peer had closed: it cannot have read a
-		// whole request.
+		// A failed write means the peer had closed before it could read
+		// the whole request.
 		return nil, nothingWritten{err}
 	}
 	resp, err := http.ReadResponse(dc.br, req)
@@ -276,7 +281,10 @@ func (t *directTransport) dial(ctx context.Context, req *http.Request) (*directC
 		}
 		cfg.NextProtos = []string{"http/1.1"}
 		tc := tls.Client(raw, cfg)
-		if err := tc.HandshakeContext(ctx); err != nil {
+		hctx, cancel := context.WithTimeout(ctx, tlsHandshakeTimeout)
+		err := tc.HandshakeContext(hctx)
+		cancel()
+		if err != nil {
 			_ = raw.Close()
 			return nil, fmt.Errorf("TLS handshake with %s: %w", addr, err)
 		}

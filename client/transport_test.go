@@ -312,3 +312,39 @@ func TestDirect_ConcurrentCallersShareThePool(t *testing.T) {
 		t.Fatalf("%d pooled connections after the calls, %d accepted", n, srv.accepted.Load())
 	}
 }
+
+// failingBody fails its first read: the request cannot be written whole.
+type failingBody struct{}
+
+func (failingBody) Read([]byte) (int, error) { return 0, errors.New("body source failed") }
+func (failingBody) Close() error             { return nil }
+
+// A request that could not be written whole on a pooled connection is sent
+// once more on a new connection (the server got no complete request), and
+// no more.
+func TestDirect_UnwrittenRequestIsResentOnce(t *testing.T) {
+	var hits atomic.Int64
+	srv := newConnServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// A request whose body did not arrive whole is not one: the API
+		// reads a body to its end before it acts on it.
+		if _, err := io.ReadAll(r.Body); err != nil {
+			return
+		}
+		hits.Add(1)
+	}))
+	hc, _ := directClient(t)
+	doText(t, hc, http.MethodGet, srv.URL+"/warm", "") // one pooled connection
+	var rewinds atomic.Int64
+	req, _ := http.NewRequest(http.MethodPut, srv.URL+"/k", failingBody{})
+	req.ContentLength = 3
+	req.GetBody = func() (io.ReadCloser, error) { rewinds.Add(1); return failingBody{}, nil }
+	if _, err := hc.Do(req); err == nil || !strings.Contains(err.Error(), "body source failed") {
+		t.Fatalf("error %v, want the body's", err)
+	}
+	if n := rewinds.Load(); n != 1 {
+		t.Fatalf("body rewound %d times, want 1 (one resend)", n)
+	}
+	if n := hits.Load(); n != 1 {
+		t.Fatalf("server got %d complete requests, want only the first GET", n)
+	}
+}

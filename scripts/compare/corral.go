@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"net/http"
 	"strconv"
 	"time"
 
@@ -18,11 +19,25 @@ import (
 type corralWriter struct{ c *client.Client }
 
 func newCorral(eps []string, n int) (writer, error) {
+	return newCorralWith(eps, n, nil)
+}
+
+// newCorralNetHTTP is newCorral with the client given net/http's own
+// Transport (Config.HTTPClient), as the Go client was before its direct
+// transport: the two side by side show what the transport changes.
+func newCorralNetHTTP(eps []string, n int) (writer, error) {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 64
+	return newCorralWith(eps, n, &http.Client{Transport: tr,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }})
+}
+
+func newCorralWith(eps []string, n int, hc *http.Client) (writer, error) {
 	list := make([]string, 0, len(eps))
 	for i := range eps {
 		list = append(list, eps[(n+i)%len(eps)])
 	}
-	c, err := client.New(client.Config{Endpoints: list, Timeout: 10 * time.Second})
+	c, err := client.New(client.Config{Endpoints: list, Timeout: 10 * time.Second, HTTPClient: hc})
 	if err != nil {
 		return nil, err
 	}
