@@ -170,11 +170,18 @@ func TestDirect_ContextEndsABlockedCall(t *testing.T) {
 		t.Fatalf("cancelled call: %v, want context.Canceled", err)
 	}
 	// The connection that carried it is not reused: its answer may still come.
-	if got := doText(t, hc, http.MethodGet, srv.URL+"/fast", ""); got != "GET /fast 0" {
+	srv.nextCallDials(t, hc, "/fast", 2)
+}
+
+// nextCallDials checks that a GET of path answers and that the server has
+// then accepted want connections in all.
+func (s *connServer) nextCallDials(t *testing.T, hc *http.Client, path string, want int64) {
+	t.Helper()
+	if got := doText(t, hc, http.MethodGet, s.URL+path, ""); got != "GET "+path+" 0" {
 		t.Fatalf("next call: %q", got)
 	}
-	if n := srv.accepted.Load(); n != 2 {
-		t.Fatalf("%d connections, want 2", n)
+	if n := s.accepted.Load(); n != want {
+		t.Fatalf("%d connections, want %d", n, want)
 	}
 }
 
@@ -197,12 +204,7 @@ func TestDirect_BodyClosedEarly(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if got := doText(t, hc, http.MethodGet, srv.URL+"/small", ""); got != "GET /small 0" {
-		t.Fatalf("after a body closed early: %q", got)
-	}
-	if n := srv.accepted.Load(); n != 2 {
-		t.Fatalf("%d connections, want 2", n)
-	}
+	srv.nextCallDials(t, hc, "/small", 2)
 }
 
 func TestDirect_ConnectionCloseIsHonoured(t *testing.T) {
