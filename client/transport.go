@@ -55,8 +55,25 @@ type directConn struct {
 	conn   net.Conn // TLS or TCP
 	raw    net.Conn // the TCP connection under conn, which alive probes
 	br     *bufio.Reader
+	w      connWriter // under bw
 	bw     *bufio.Writer
 	idleAt time.Time
+}
+
+// connWriter keeps the connection's last write error: net/http reports a
+// failed write inside a body's copy as an error reading the body, and
+// only the connection's own failure means the server may have answered.
+type connWriter struct {
+	conn net.Conn
+	err  error
+}
+
+func (w *connWriter) Write(p []byte) (int, error) {
+	n, err := w.conn.Write(p)
+	if err != nil {
+		w.err = err
+	}
+	return n, err
 }
 
 func newDirectTransport(fallback *http.Transport) *directTransport {
@@ -151,17 +168,26 @@ func (t *directTransport) exchange(ctx context.Context, dc *directConn, req *htt
 	// The context governs the whole exchange, body included, as with
 	// net/http: when it ends, a blocked read or write returns at once.
 	stop := context.AfterFunc(ctx, func() { _ = dc.conn.SetDeadline(aLongTimeAgo) })
-	if err := req.Write(dc.bw); err != nil {
-		stop()
-		_ = dc.conn.Close()
-		return nil, nothingWritten{err}
+	dc.w.err = nil
+	err := req.Write(dc.bw)
+	if err == nil {
+		err = dc.bw.Flush()
 	}
-	if err := dc.bw.Flush(); err != nil {
-		stop()
-		_ = dc.conn.Close()
-		// A failed write means the peer had closed before it could read
-		// the whole request.
-		return nil, nothingWritten{err}
+	if err != nil {
+		// The server closed before it read the whole request. It may have
+		// answered first (a body over its limit): that answer is the
+		// caller's, as net/http gives it. Otherwise nothing acted on it.
+		var resp *http.Response
+		rerr := err
+		if dc.w.err != nil { // the connection's error, not the body's
+			resp, rerr = earlyAnswer(dc, req)
+		}
+		if rerr != nil {
+			stop()
+			_ = dc.conn.Close()
+			return nil, nothingWritten{err}
+		}
+		return t.hold(resp, dc, req, stop, false), nil
 	}
 	resp, err := http.ReadResponse(dc.br, req)
 	if err != nil {
@@ -169,14 +195,33 @@ func (t *directTransport) exchange(ctx context.Context, dc *directConn, req *htt
 		_ = dc.conn.Close()
 		return nil, err
 	}
-	b := &directBody{body: resp.Body, t: t, dc: dc, stop: stop, reusable: !resp.Close,
+	return t.hold(resp, dc, req, stop, !resp.Close), nil
+}
+
+// earlyAnswerWait bounds the wait for an answer the server may have sent
+// before it stopped reading a request.
+const earlyAnswerWait = time.Second
+
+// earlyAnswer reads an answer already sent on a connection whose request
+// could not be written whole.
+func earlyAnswer(dc *directConn, req *http.Request) (*http.Response, error) {
+	if err := dc.conn.SetReadDeadline(time.Now().Add(earlyAnswerWait)); err != nil {
+		return nil, err
+	}
+	return http.ReadResponse(dc.br, req)
+}
+
+// hold makes resp's body the owner of dc until it is read or closed; the
+// connection goes back to the pool after a complete body if reusable.
+func (t *directTransport) hold(resp *http.Response, dc *directConn, req *http.Request, stop func() bool, reusable bool) *http.Response {
+	b := &directBody{body: resp.Body, t: t, dc: dc, stop: stop, reusable: reusable,
 		key: req.URL.Scheme + "://" + canonicalAddr(req.URL.Scheme, req.URL.Host)}
 	if resp.Body == http.NoBody {
 		b.finish(true)
-		return resp, nil
+		return resp
 	}
 	resp.Body = b
-	return resp, nil
+	return resp
 }
 
 // directBody hands its connection back when the body has been read to its end.
@@ -290,7 +335,10 @@ func (t *directTransport) dial(ctx context.Context, req *http.Request) (*directC
 		}
 		conn = tc
 	}
-	return &directConn{conn: conn, raw: raw, br: bufio.NewReaderSize(conn, 4096), bw: bufio.NewWriterSize(conn, 4096)}, nil
+	dc := &directConn{conn: conn, raw: raw, br: bufio.NewReaderSize(conn, 4096)}
+	dc.w.conn = conn
+	dc.bw = bufio.NewWriterSize(&dc.w, 4096)
+	return dc, nil
 }
 
 // CloseIdleConnections closes the pooled connections (http.Client.CloseIdleConnections calls it).

@@ -350,3 +350,31 @@ func TestDirect_UnwrittenRequestIsResentOnce(t *testing.T) {
 		t.Fatalf("server got %d complete requests, want only the first GET", n)
 	}
 }
+
+// A server may answer before it has read the whole body (a value over its
+// limit) and close the connection: the caller gets that answer, as with
+// net/http, not the error of the write the close cut short.
+func TestDirect_EarlyAnswerToALargeBody(t *testing.T) {
+	srv := newConnServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/big" {
+			_, _ = io.CopyN(io.Discard, r.Body, 1024)
+			w.Header().Set("Connection", "close")
+			http.Error(w, `{"error":"value is too large","code":"too_large"}`, http.StatusRequestEntityTooLarge)
+			return
+		}
+		okHandler(w, r)
+	}))
+	hc, _ := directClient(t)
+	for range 3 {
+		doText(t, hc, http.MethodGet, srv.URL+"/warm", "")
+		req, _ := http.NewRequest(http.MethodPut, srv.URL+"/big", bytes.NewReader(make([]byte, 32<<20)))
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatalf("PUT of a body the server refuses: %v, want its 413", err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestEntityTooLarge {
+			t.Fatalf("status %d, want 413", resp.StatusCode)
+		}
+	}
+}
