@@ -114,7 +114,7 @@ func (t *directTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			closeBody(req)
 			return nil, err
 		}
-		resp, err := t.exchange(ctx, dc, req)
+		resp, err := t.exchange(ctx, key, dc, req)
 		if err == nil {
 			return resp, nil
 		}
@@ -161,10 +161,10 @@ func closeBody(req *http.Request) {
 	}
 }
 
-// exchange writes req on dc and reads the answer's head. The connection
+// exchange writes req on dc, a connection to key, and reads the answer's head. The connection
 // stays the response body's until that body is read to its end (then it
 // goes back to the pool) or closed early (then it is closed).
-func (t *directTransport) exchange(ctx context.Context, dc *directConn, req *http.Request) (*http.Response, error) {
+func (t *directTransport) exchange(ctx context.Context, key string, dc *directConn, req *http.Request) (*http.Response, error) {
 	// The context governs the whole exchange, body included, as with
 	// net/http: when it ends, a blocked read or write returns at once.
 	stop := context.AfterFunc(ctx, func() { _ = dc.conn.SetDeadline(aLongTimeAgo) })
@@ -187,7 +187,7 @@ func (t *directTransport) exchange(ctx context.Context, dc *directConn, req *htt
 			_ = dc.conn.Close()
 			return nil, nothingWritten{err}
 		}
-		return t.hold(resp, dc, req, stop, false), nil
+		return t.hold(resp, key, dc, stop, false), nil
 	}
 	resp, err := http.ReadResponse(dc.br, req)
 	if err != nil {
@@ -195,7 +195,7 @@ func (t *directTransport) exchange(ctx context.Context, dc *directConn, req *htt
 		_ = dc.conn.Close()
 		return nil, err
 	}
-	return t.hold(resp, dc, req, stop, !resp.Close), nil
+	return t.hold(resp, key, dc, stop, !resp.Close), nil
 }
 
 // earlyAnswerWait bounds the wait for an answer the server may have sent
@@ -213,9 +213,8 @@ func earlyAnswer(dc *directConn, req *http.Request) (*http.Response, error) {
 
 // hold makes resp's body the owner of dc until it is read or closed; the
 // connection goes back to the pool after a complete body if reusable.
-func (t *directTransport) hold(resp *http.Response, dc *directConn, req *http.Request, stop func() bool, reusable bool) *http.Response {
-	b := &directBody{body: resp.Body, t: t, dc: dc, stop: stop, reusable: reusable,
-		key: req.URL.Scheme + "://" + canonicalAddr(req.URL.Scheme, req.URL.Host)}
+func (t *directTransport) hold(resp *http.Response, key string, dc *directConn, stop func() bool, reusable bool) *http.Response {
+	b := &directBody{body: resp.Body, t: t, dc: dc, key: key, stop: stop, reusable: reusable}
 	if resp.Body == http.NoBody {
 		b.finish(true)
 		return resp
