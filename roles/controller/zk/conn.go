@@ -18,7 +18,8 @@ const writeTimeout = 10 * time.Second
 
 // conn is one client connection. The reader goroutine (serve) owns the
 // handshake, the session fields and the request loop; the writer
-// goroutine drains out. Anyone may queue a frame with send.
+// goroutine drains out. Anyone may queue a frame with send; the reader
+// writes its replies itself when nothing is queued (reply).
 type conn struct {
 	srv    *Server
 	nc     net.Conn
@@ -30,6 +31,11 @@ type conn struct {
 	done      chan struct{}
 	closeOnce sync.Once
 	writerOn  atomic.Bool
+	// pending counts the frames queued and not yet written: a reply may
+	// skip the queue only when it is zero, so it never overtakes a watch
+	// event queued before it. wmu serialises writes to nc.
+	pending atomic.Int64
+	wmu     sync.Mutex
 
 	// evMu guards holding and held: watch events kept back while a
 	// request that sets a watch is answered (holdEvents).
@@ -152,19 +158,54 @@ func (c *conn) writeLoop() {
 				return
 			}
 			c.queued.Add(-int64(len(b)))
-			c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
-			if _, err := c.nc.Write(b); err != nil {
-				c.close("write: " + err.Error())
+			c.wmu.Lock()
+			err := c.write(b)
+			c.pending.Add(-1) // before unlocking: a reply waiting on wmu may then go direct
+			c.wmu.Unlock()
+			if err != nil {
 				return
 			}
-			c.srv.met.sent.Add(1)
 		}
 	}
+}
+
+// write writes one frame; the caller holds wmu. A failed write closes
+// the connection.
+func (c *conn) write(b []byte) error {
+	c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
+	if _, err := c.nc.Write(b); err != nil {
+		c.close("write: " + err.Error())
+		return err
+	}
+	c.srv.met.sent.Add(1)
+	return nil
+}
+
+// sendReply writes a reply from the reader goroutine. With nothing
+// queued it writes the frame itself: handing every reply to the writer
+// goroutine cost a goroutine switch per request. Otherwise the reply
+// queues behind the frames before it. Watch events never take this path:
+// they are queued from the raft loop's Applied, which must not block on a
+// client's socket.
+func (c *conn) sendReply(b []byte) {
+	if c.writerOn.Load() {
+		c.wmu.Lock()
+		if c.pending.Load() == 0 {
+			_ = c.write(b)
+			c.wmu.Unlock()
+			return
+		}
+		c.wmu.Unlock()
+	}
+	c.send(b)
 }
 
 // send queues one frame without blocking; a full queue closes the
 // connection (its client reconnects and re-arms its watches).
 func (c *conn) send(b []byte) bool {
+	// Counted before it is queued: a reply that reads the state this
+	// frame reports is sent after it (sendReply).
+	c.pending.Add(1)
 	if c.queued.Add(int64(len(b))) > c.srv.cfg.MaxQueuedBytes {
 		c.queued.Add(-int64(len(b)))
 		go c.close("outbound queue over its byte limit")
@@ -196,7 +237,7 @@ func (c *conn) reply(xid int32, code jute.Code, body jute.Record) {
 		body = nil
 		c.srv.met.errors.WithLabelValues(code.String()).Inc()
 	}
-	c.send(jute.AppendFrame(nil, &h, body))
+	c.sendReply(jute.AppendFrame(nil, &h, body))
 }
 
 // sendEvent queues a watch notification (see Server.deliver).

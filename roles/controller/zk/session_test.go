@@ -3,6 +3,7 @@ package zk
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -274,4 +275,26 @@ func TestWatchEventNeverOvertakesItsReply(t *testing.T) {
 	ev := r.nextEvent()
 	require.Equal(t, jute.EventNodeDeleted, ev.Type)
 	require.Equal(t, "/x", ev.Path)
+}
+
+// TestWatchEventComesBeforeTheReplyShowingTheChange: a session that
+// watches a node and then changes it must get the watch event before the
+// reply to its change. Replies skip the outbound queue when it is empty
+// (conn.sendReply), so this checks they never skip a queued event.
+func TestWatchEventComesBeforeTheReplyShowingTheChange(t *testing.T) {
+	b := newFakeBackend()
+	s := startServer(t, b, Config{})
+	r := openRaw(t, s.Addr().String())
+	h := r.call(jute.OpCreate, &jute.CreateRequest{Path: "/y", Data: []byte("0"), ACL: openACL}, nil)
+	require.Equal(t, jute.CodeOK, h.Err)
+	for i := range 300 {
+		r.events = nil
+		var got jute.GetDataResponse
+		h := r.call(jute.OpGetData, &jute.PathWatchRequest{Path: "/y", Watch: true}, &got)
+		require.Equal(t, jute.CodeOK, h.Err)
+		h = r.call(jute.OpSetData, &jute.SetDataRequest{Path: "/y", Data: []byte(strconv.Itoa(i)), Version: -1}, nil)
+		require.Equal(t, jute.CodeOK, h.Err)
+		require.Len(t, r.events, 1, "round %d: the setData reply came before the watch event it fired", i)
+		require.Equal(t, jute.EventNodeDataChanged, r.events[0].Type)
+	}
 }
