@@ -121,7 +121,7 @@ func New(cfg Config) (*Client, error) {
 		}
 		// Many goroutines usually share one Client against a handful of controllers; the default of 2 idle
 		// connections per host would make most requests dial anew.
-		tr.MaxIdleConnsPerHost = 64
+		tr.MaxIdleConnsPerHost = maxIdlePerHost
 		var rt http.RoundTripper = tr
 		if directSupported {
 			rt = newDirectTransport(tr)

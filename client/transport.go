@@ -29,7 +29,6 @@ import (
 // http and https.
 type directTransport struct {
 	fallback *http.Transport
-	tls      *tls.Config // for https; nil uses the system roots
 	dialer   net.Dialer
 
 	mu   sync.Mutex
@@ -37,7 +36,7 @@ type directTransport struct {
 }
 
 const (
-	// maxIdlePerHost matches the fallback's MaxIdleConnsPerHost (client.New).
+	// maxIdlePerHost is also the fallback's MaxIdleConnsPerHost (client.New).
 	maxIdlePerHost = 64
 	// idleExpiry drops a pooled connection unused for this long, well under
 	// the API's own idle timeout (2 minutes), like net/http's 90 s.
@@ -79,7 +78,6 @@ func (w *connWriter) Write(p []byte) (int, error) {
 func newDirectTransport(fallback *http.Transport) *directTransport {
 	return &directTransport{
 		fallback: fallback,
-		tls:      fallback.TLSClientConfig,
 		dialer:   net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second},
 		idle:     map[string][]*directConn{},
 	}
@@ -317,8 +315,8 @@ func (t *directTransport) dial(ctx context.Context, req *http.Request) (*directC
 	conn := raw
 	if req.URL.Scheme == "https" {
 		cfg := &tls.Config{MinVersion: tls.VersionTLS12}
-		if t.tls != nil {
-			cfg = t.tls.Clone()
+		if base := t.fallback.TLSClientConfig; base != nil { // Config.CACert
+			cfg = base.Clone()
 		}
 		if cfg.ServerName == "" {
 			cfg.ServerName = req.URL.Hostname()

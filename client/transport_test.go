@@ -23,15 +23,22 @@ type connServer struct {
 	accepted atomic.Int64
 	mu       sync.Mutex
 	conns    map[net.Conn]http.ConnState
+	changed  chan struct{} // a connection changed state (waitConns)
 }
 
 func newConnServer(t *testing.T, h http.Handler) *connServer {
 	t.Helper()
-	s := &connServer{conns: map[net.Conn]http.ConnState{}}
+	s := &connServer{conns: map[net.Conn]http.ConnState{}, changed: make(chan struct{}, 1)}
 	s.Server = httptest.NewUnstartedServer(h)
 	s.Config.ConnState = func(c net.Conn, st http.ConnState) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
+		defer func() {
+			select {
+			case s.changed <- struct{}{}:
+			default:
+			}
+		}()
 		if st == http.StateNew {
 			s.accepted.Add(1)
 		}
@@ -57,10 +64,12 @@ func (s *connServer) closeIdle(t *testing.T) {
 	s.waitConns(t, func(http.ConnState) bool { return false })
 }
 
-// waitConns polls until every open connection's state satisfies ok.
+// waitConns waits until every open connection's state satisfies ok,
+// checking again on each state change.
 func (s *connServer) waitConns(t *testing.T, ok func(http.ConnState) bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.NewTimer(10 * time.Second)
+	defer deadline.Stop()
 	for {
 		s.mu.Lock()
 		bad := 0
@@ -73,10 +82,11 @@ func (s *connServer) waitConns(t *testing.T, ok func(http.ConnState) bool) {
 		if bad == 0 {
 			return
 		}
-		if time.Now().After(deadline) {
+		select {
+		case <-s.changed:
+		case <-deadline.C:
 			t.Fatalf("%d connections not in the state waited for", bad)
 		}
-		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -308,9 +318,7 @@ func TestDirect_ConcurrentCallersShareThePool(t *testing.T) {
 	if n := srv.accepted.Load(); n > 16 {
 		t.Fatalf("16 callers opened %d connections", n)
 	}
-	dt.mu.Lock()
-	defer dt.mu.Unlock()
-	if n := len(dt.idle["http://"+srv.Listener.Addr().String()]); n == 0 || int64(n) > srv.accepted.Load() {
+	if n := pooled(dt, srv); n == 0 || int64(n) > srv.accepted.Load() {
 		t.Fatalf("%d pooled connections after the calls, %d accepted", n, srv.accepted.Load())
 	}
 }
@@ -376,5 +384,53 @@ func TestDirect_EarlyAnswerToALargeBody(t *testing.T) {
 		if resp.StatusCode != http.StatusRequestEntityTooLarge {
 			t.Fatalf("status %d, want 413", resp.StatusCode)
 		}
+	}
+}
+
+// pooled is how many idle connections the transport holds to srv.
+func pooled(dt *directTransport, srv *connServer) int {
+	dt.mu.Lock()
+	defer dt.mu.Unlock()
+	return len(dt.idle["http://"+srv.Listener.Addr().String()])
+}
+
+// More callers at once than the pool keeps: the connections beyond
+// maxIdlePerHost are closed when their calls end, not pooled.
+func TestDirect_PoolKeepsAtMostMaxIdle(t *testing.T) {
+	const callers = maxIdlePerHost + 6
+	arrived, release := make(chan struct{}, callers), make(chan struct{})
+	srv := newConnServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		<-release
+		okHandler(w, r)
+	}))
+	hc, dt := directClient(t)
+	var wg sync.WaitGroup
+	for range callers {
+		wg.Go(func() { doText(t, hc, http.MethodGet, srv.URL+"/held", "") })
+	}
+	for range callers { // every call holds its own connection
+		<-arrived
+	}
+	close(release)
+	wg.Wait()
+	if n := pooled(dt, srv); n != maxIdlePerHost {
+		t.Fatalf("%d pooled connections after %d calls at once, want %d", n, callers, maxIdlePerHost)
+	}
+}
+
+// A connection idle for idleExpiry is closed rather than used.
+func TestDirect_IdleConnectionExpires(t *testing.T) {
+	srv := newConnServer(t, http.HandlerFunc(okHandler))
+	hc, dt := directClient(t)
+	doText(t, hc, http.MethodGet, srv.URL+"/a", "")
+	dt.mu.Lock()
+	for _, dc := range dt.idle["http://"+srv.Listener.Addr().String()] {
+		dc.idleAt = dc.idleAt.Add(-idleExpiry) // as if idle that long
+	}
+	dt.mu.Unlock()
+	srv.nextCallDials(t, hc, "/b", 2)
+	if n := pooled(dt, srv); n != 1 {
+		t.Fatalf("%d pooled connections, want the new one only", n)
 	}
 }
