@@ -86,6 +86,15 @@ func (c *joinController) setRefusal(a *transport.JoinAnswer) {
 	c.mu.Unlock()
 }
 
+// lastRequest is the last join request the controller handled. The
+// handler runs on the transport's goroutine: the answer reaching the
+// worker over the network is no happens-before edge the race detector sees.
+func (c *joinController) lastRequest() transport.JoinRequest {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.last
+}
+
 func (c *joinController) addr() string { return c.q.Addr().String() }
 
 const testJoinToken = "corral-join-0123456789abcdef.0000000000000000000000000000000000000000000000000000000000000000"
@@ -106,8 +115,9 @@ func TestJoin_FirstStartTradesTheTokenForACertificate(t *testing.T) {
 	t.Cleanup(w.Halt)
 	require.Equal(t, "w-joined", w.ID())
 	require.EqualValues(t, 1, c.calls.Load())
-	require.Equal(t, testJoinToken, c.last.Token)
-	require.Equal(t, "w-joined", c.last.Worker)
+	last := c.lastRequest()
+	require.Equal(t, testJoinToken, last.Token)
+	require.Equal(t, "w-joined", last.Worker)
 
 	dir := filepath.Join(dataDir, JoinTLSDir)
 	for f, mode := range map[string]os.FileMode{transport.CAFile: 0o644, transport.NodeFile: 0o644, transport.NodeKeyFile: 0o600} {
