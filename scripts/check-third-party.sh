@@ -1,41 +1,60 @@
 #!/usr/bin/env bash
-# Check that third_party/quic-go is exactly upstream quic-go (the version in
-# third_party/quic-go/CORRAL.files), filtered by that manifest, with
+# Check that each patched copy of a dependency under third_party/ (every
+# third_party/NAME with a CORRAL.files) is exactly upstream (the module and
+# version its CORRAL.files names), filtered by that manifest, with its
 # CORRAL.patch applied, plus corral's own files. `make lint` runs it.
-#   scripts/check-third-party.sh                check; exits 1 on any difference
-#   scripts/check-third-party.sh --write-patch  rewrite CORRAL.patch as the diff
-#                                               between filtered upstream and the
-#                                               copy, then check
+#   scripts/check-third-party.sh [COPY...]                check; exits 1 on any difference
+#   scripts/check-third-party.sh --write-patch [COPY...]  rewrite each CORRAL.patch as the
+#                                                          diff between filtered upstream
+#                                                          and the copy, then check
+# COPY is a directory such as third_party/btree; the default is all of them.
 # Needs go (upstream comes from the module cache via `go mod download`, so it
 # works offline once cached), git (for `git apply` and to skip ignored files)
-# and diff. See third_party/quic-go/CORRAL.md.
+# and diff. See third_party/quic-go/CORRAL.md, "Checking the copy".
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 GO=${GO:-go}
-MODULE=github.com/quic-go/quic-go
-COPY=third_party/quic-go
-MANIFEST=$COPY/CORRAL.files
-PATCH=$COPY/CORRAL.patch
-# corral's own files in the copy: not upstream's, compared as they are.
+# corral's own files in a copy: not upstream's, compared as they are.
 OWN=(CORRAL.md CORRAL.patch CORRAL.files)
 
 write_patch=false
-case "${1:-}" in
-"") ;;
---write-patch) write_patch=true ;;
-*)
-	echo "usage: $0 [--write-patch]" >&2
-	exit 2
-	;;
-esac
+if [ "${1:-}" = --write-patch ]; then
+	write_patch=true
+	shift
+fi
+copies=("$@")
+if [ ${#copies[@]} -eq 0 ]; then
+	for m in third_party/*/CORRAL.files; do
+		copies+=("$(dirname "$m")")
+	done
+fi
+for c in "${copies[@]}"; do
+	case "$c" in
+	-*)
+		echo "usage: $0 [--write-patch] [third_party/NAME...]" >&2
+		exit 2
+		;;
+	esac
+	if [ ! -f "$c/CORRAL.files" ]; then
+		echo "$c: no CORRAL.files (not a patched copy)" >&2
+		exit 2
+	fi
+done
 
+# check_copy COPY: the whole check of one copy. It runs in a subshell, so
+# its exit ends only that check.
+check_copy() {
+COPY=${1%/}
+MANIFEST=$COPY/CORRAL.files
+PATCH=$COPY/CORRAL.patch
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 # --- the manifest ------------------------------------------------------------
 version=""
+MODULE=""
 signs=()
 regexes=()
 
@@ -69,6 +88,7 @@ while IFS= read -r line || [ -n "$line" ]; do
 	case "$line" in
 	'' | '#'*) ;;
 	'version '*) version=${line#version } ;;
+	'module '*) MODULE=${line#module } ;;
 	'+ '* | '- '*)
 		signs+=("${line:0:1}")
 		regexes+=("$(glob_to_regex "${line:2}")")
@@ -79,8 +99,8 @@ while IFS= read -r line || [ -n "$line" ]; do
 		;;
 	esac
 done <"$MANIFEST"
-if [ -z "$version" ]; then
-	echo "$MANIFEST: no \"version\" line" >&2
+if [ -z "$version" ] || [ -z "$MODULE" ]; then
+	echo "$MANIFEST: needs a \"module\" and a \"version\" line" >&2
 	exit 1
 fi
 
@@ -154,7 +174,7 @@ patch_abs=$PWD/$PATCH
 if ! out=$(cd "$tmp/a" && GIT_CEILING_DIRECTORIES=$(dirname "$tmp") git apply --whitespace=nowarn -p1 "$patch_abs" 2>&1); then
 	echo "$PATCH does not apply to upstream $MODULE $version filtered by $MANIFEST:" >&2
 	echo "$out" >&2
-	echo "Fix the patch, or regenerate it from the copy with: scripts/check-third-party.sh --write-patch" >&2
+	echo "Fix the patch, or regenerate it from the copy with: scripts/check-third-party.sh --write-patch $COPY" >&2
 	exit 1
 fi
 for f in "${OWN[@]}"; do
@@ -164,12 +184,12 @@ for f in "${OWN[@]}"; do
 done
 
 if summary=$(cd "$tmp" && diff -rq a b); then
-	echo "third_party/quic-go is upstream $MODULE $version + CORRAL.patch ($(grep -c '^+++ ' "$PATCH") files patched)"
+	echo "$COPY is upstream $MODULE $version + CORRAL.patch ($(grep -c '^+++ ' "$PATCH") files patched)"
 	exit 0
 fi
 
 {
-	echo "third_party/quic-go differs from upstream $MODULE $version, filtered by CORRAL.files, plus CORRAL.patch:"
+	echo "$COPY differs from upstream $MODULE $version, filtered by CORRAL.files, plus CORRAL.patch:"
 	printf '%s\n' "$summary" | sed -E \
 		-e 's|^Files a/(.*) and b/.* differ$|  changed: \1|' \
 		-e 's|^Only in b(/(.*))?: (.*)$|  only in the copy: \2/\3|' \
@@ -180,8 +200,15 @@ fi
 	patch_of | head -n 100
 	echo
 	echo "Nobody edits the copy silently. Either undo the edit (git checkout -- $COPY),"
-	echo "or record it in the patch: scripts/check-third-party.sh --write-patch, then"
+	echo "or record it in the patch: scripts/check-third-party.sh --write-patch $COPY, then"
 	echo "review git diff -- $PATCH and say why in $COPY/CORRAL.md. To keep or drop"
 	echo "an upstream file, edit $MANIFEST."
 } >&2
 exit 1
+}
+
+status=0
+for c in "${copies[@]}"; do
+	(check_copy "$c") || status=1
+done
+exit $status
