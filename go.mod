@@ -57,3 +57,5 @@ require (
 )
 
 replace github.com/quic-go/quic-go => ./third_party/quic-go
+
+replace github.com/tidwall/btree => ./third_party/btree

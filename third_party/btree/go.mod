@@ -1,0 +1,3 @@
+module github.com/tidwall/btree
+
+go 1.20
