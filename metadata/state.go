@@ -50,9 +50,11 @@ func itemLess(a, b item) bool { return a.key < b.key }
 const btreeDegree = 32
 
 // kvTree is the KV index: tidwall/btree, for its copy-on-write Copy (a
-// snapshot cut) and its bulk Load of sorted keys (a restore inserts a
-// million keys 5x faster than google/btree's one-by-one inserts, with a
-// third less garbage). The State's own lock guards it, so its locks are off.
+// snapshot cut), patched with a loader (third_party/btree) that builds the
+// tree from sorted keys bottom up with full nodes: a restore of a million
+// keys in half the heap and about two thirds of the time of upstream's
+// Load, which was itself 5x faster than google/btree's one-by-one inserts.
+// The State's own lock guards it, so its locks are off.
 type kvTree = btree.BTreeG[item]
 
 func newTree() *kvTree {
