@@ -61,7 +61,14 @@ func TestQUICDialer_AcknowledgementsRideOnTheNextRequest(t *testing.T) {
 	ctrl, _, bundles := startWorkerEcho(t)
 
 	const pace = 100 * time.Millisecond
+	// A busy machine only ever adds datagrams (a request late past the
+	// acknowledgement delay, a path MTU probe in the counted window): CI
+	// once saw 1.33. So the best of up to three runs is the figure; a
+	// dialer that never lets the acknowledgement wait shows 2.00 in each.
 	delayed := sentPerExchange(t, ctrl.q.Addr().String(), bundles[1], pace, pace)
+	for try := 1; try < 3 && delayed > 1.25; try++ {
+		delayed = min(delayed, sentPerExchange(t, ctrl.q.Addr().String(), bundles[1], pace, pace))
+	}
 	plain := sentPerExchange(t, ctrl.q.Addr().String(), bundles[1], 0, pace)
 	t.Logf("datagrams sent by the dialer per exchange: %.2f with the request interval set, %.2f without", delayed, plain)
 	require.LessOrEqual(t, delayed, 1.25, "the acknowledgement of each reply should ride on the next request")
