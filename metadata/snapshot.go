@@ -372,8 +372,8 @@ func (s *State) decodeKVs(p []byte, share bool) error {
 	}
 	prev := ""
 	// The loader fills the tree's nodes to the brim, bottom up: Load
-	// half-fills them, which took twice the memory and two thirds of a
-	// million-key restore's time (third_party/btree/CORRAL.md).
+	// half-fills them, which took twice the heap and page faults and half
+	// again the time at a million keys (third_party/btree/CORRAL.md).
 	ld := s.kvs.NewLoader()
 	for i := range count {
 		it, err := readKVRecord(&r, share)

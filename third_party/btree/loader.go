@@ -107,11 +107,10 @@ func (l *LoaderG[T]) Finish() {
 	for _, n := range l.spine {
 		n.updateCount()
 	}
+	// The top is never empty: a level is added with the separator that
+	// made it (addSeparator).
 	root := l.spine[len(l.spine)-1]
 	l.spine = nil
-	for !root.leaf() && len(root.items) == 0 {
-		root = (*root.children)[0]
-	}
 	for n := root; !n.leaf(); n = (*n.children)[len(*n.children)-1] {
 		last := len(*n.children) - 1
 		if len((*n.children)[last].items) < tr.min {
