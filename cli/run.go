@@ -69,8 +69,6 @@ func runCommand() *cli.Command {
 				Usage: "serve Go runtime profiles under /debug/pprof/ on the API (behind the token)"},
 			&cli.Uint64Flag{Name: "snapshot-every", Value: 10000, EnvVars: envVars("snapshot-every"),
 				Usage: "applied entries before a state-machine snapshot (plus a random delay of up to half; a large state also waits for the log to hold half its size, up to 10x this; docs/OPERATIONS.md \"Snapshots\")"},
-			&cli.BoolFlag{Name: "raft-async-writes", EnvVars: envVars("raft-async-writes"),
-				Usage: "write the raft log beside the raft loop instead of inside it (etcd raft's asynchronous storage writes); nothing is acknowledged before it is synced either way"},
 			&cli.Int64Flag{Name: "quota-bytes", Value: 2 << 30, EnvVars: envVars("quota-bytes"),
 				Usage: "storage quota in bytes (as etcd's --quota-backend-bytes): past it, writes that add data get 507 no_space; reads and deletes work (docs/OPERATIONS.md)"},
 			&cli.IntFlag{Name: "max-leases", Value: 100000, EnvVars: envVars("max-leases"),
@@ -172,7 +170,6 @@ func controllerConfig(c *cli.Context) (roles.ControllerConfig, error) {
 	cfg.MetricsTokenFile = c.String("metrics-token-file") // read (and checked) when the controller starts
 	cfg.EnablePprof = c.Bool("enable-pprof")
 	cfg.SnapshotEvery = c.Uint64("snapshot-every")
-	cfg.AsyncStorageWrites = c.Bool("raft-async-writes")
 	if cfg.SnapshotEvery == 0 {
 		return cfg, errors.New("--snapshot-every must be positive, e.g. 10000")
 	}

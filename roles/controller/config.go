@@ -84,9 +84,6 @@ type Config struct {
 	// SnapshotEvery is how many applied entries trigger a state-machine
 	// snapshot and log compaction.
 	SnapshotEvery uint64
-	// AsyncStorageWrites writes the raft log beside the raft loop
-	// (--raft-async-writes; replica/raftloop_async.go).
-	AsyncStorageWrites bool
 	// QuotaBytes is the storage quota (--quota-bytes): past it, writes that
 	// add data are refused with no_space before they are proposed
 	// (api/quota.go). 0 means api.DefaultQuotaBytes; negative, no quota.

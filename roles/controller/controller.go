@@ -72,7 +72,7 @@ func Start(cfg Config) (*Controller, error) {
 		Peers: cfg.Peers, Join: cfg.Join, Token: cfg.Token, TLSDir: cfg.TLSDir, Transport: cfg.Transport,
 		NoSync: cfg.NoSync, TickInterval: cfg.TickInterval, ElectionTicks: cfg.ElectionTicks,
 		HeartbeatTicks: cfg.HeartbeatTicks, RequestTimeout: cfg.RequestTimeout, SnapshotEvery: cfg.SnapshotEvery,
-		SnapshotCatchUp: cfg.SnapshotCatchUp, AsyncStorageWrites: cfg.AsyncStorageWrites, PromoteAfter: cfg.PromoteAfter, Logger: c.log, Registry: c.reg,
+		SnapshotCatchUp: cfg.SnapshotCatchUp, PromoteAfter: cfg.PromoteAfter, Logger: c.log, Registry: c.reg,
 		Hooks: replica.Hooks{
 			Applied: func(evs []metadata.Event) { c.hub.Publish(evs) },
 			// c.zk is set (or left nil) before the raft loop starts.

@@ -19,10 +19,6 @@ import (
 func (c *Replica) run() {
 	defer close(c.done)
 	defer c.snapWG.Wait() // a snapshot being written uses the store, closed after done
-	if c.cfg.AsyncStorageWrites {
-		c.runAsync()
-		return
-	}
 	ticker := time.NewTicker(c.cfg.TickInterval)
 	defer ticker.Stop()
 	for {
@@ -55,10 +51,22 @@ func (c *Replica) stopOn(err error) {
 }
 
 func (c *Replica) handleReady(rd raft.Ready) error {
-	c.noteReady(rd)
+	// Term first: leadership hooks read it.
+	if rd.HardState != nil && !raft.IsEmptyHardState(rd.HardState) {
+		c.term.Store(rd.HardState.GetTerm())
+		c.commit.Store(rd.HardState.GetCommit())
+		c.met.term.Set(float64(rd.HardState.GetTerm()))
+		c.met.commitIndex.Set(float64(rd.HardState.GetCommit()))
+	}
+	if rd.SoftState != nil {
+		c.updateSoftState(rd.SoftState)
+	}
 	// A leader may send its appends while it writes them itself (raft
 	// thesis 10.2.1): followers only count an entry once they persisted it.
 	leader := c.isLeader.Load()
+	if n := len(rd.Entries); n > 0 {
+		c.readyLast.Store(rd.Entries[n-1].GetIndex()) // before anyone can acknowledge them (validate.go)
+	}
 	if leader {
 		c.send(rd.Messages)
 	}

@@ -53,9 +53,6 @@ type Config struct {
 	RequestTimeout  time.Duration
 	SnapshotEvery   uint64
 	SnapshotCatchUp uint64
-	// AsyncStorageWrites runs raft with asynchronous storage writes
-	// (raftloop_async.go): the loop sends while the disk syncs.
-	AsyncStorageWrites bool
 	// PromoteAfter overrides how long a learner must stay caught up
 	// before it is promoted (0: the PromoteAfter default).
 	PromoteAfter time.Duration
@@ -139,15 +136,6 @@ type Replica struct {
 
 	leaders  leaderHistory    // leader changes of the last hour (dashboard)
 	fwdProps chan *pb.Message // proposals forwarded by followers (forward.go)
-
-	// With AsyncStorageWrites (raftloop_async.go).
-	appendc   chan *pb.Message
-	applyc    chan applyJob
-	workers   sync.WaitGroup
-	halt      chan struct{}
-	haltOnce  sync.Once
-	savedTerm uint64 // append goroutine: the HardState last saved
-	savedVote uint64
 
 	stopc    chan struct{}
 	done     chan struct{}
@@ -397,9 +385,7 @@ func (c *Replica) startRaft() error {
 		MaxSizePerMsg: 1 << 20, MaxInflightMsgs: 256, MaxUncommittedEntriesSize: 1 << 30,
 		CheckQuorum: true, PreVote: true, ReadOnlyOption: raft.ReadOnlySafe,
 		StepDownOnRemoval: true, Logger: newRaftLogger(c.log),
-		AsyncStorageWrites: c.cfg.AsyncStorageWrites,
 	}
-	c.savedTerm, c.savedVote = hs.GetTerm(), hs.GetVote()
 	empty, err := c.store.IsEmpty()
 	if err != nil {
 		return fmt.Errorf("inspect raft log: %w", err)
