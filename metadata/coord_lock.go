@@ -14,13 +14,22 @@ func validLockKey(k string) bool {
 	return strings.HasPrefix(k, SystemPrefix) && len(k) > len(SystemPrefix)
 }
 
-func (s *State) applyLockAcquire(c *Command) Result {
-	var p LockPayload
+// lockPayload decodes a lock op's payload and checks its key; when either
+// is bad, ok is false and bad is the refusal to return.
+func (s *State) lockPayload(c *Command, verb string) (p LockPayload, bad Result, ok bool) {
 	if err := decodePayload(c, &p); err != nil {
-		return s.invalid("%v", err)
+		return p, s.invalid("%v", err), false
 	}
 	if !validLockKey(c.Key) {
-		return s.invalid("lock acquire: key %q is not under %q", c.Key, SystemPrefix)
+		return p, s.invalid("lock %s: key %q is not under %q", verb, c.Key, SystemPrefix), false
+	}
+	return p, Result{}, true
+}
+
+func (s *State) applyLockAcquire(c *Command) Result {
+	p, bad, ok := s.lockPayload(c, "acquire")
+	if !ok {
+		return bad
 	}
 	l := s.ext.Leases[p.Lease]
 	if l == nil {
@@ -55,12 +64,9 @@ func (s *State) applyLockAcquire(c *Command) Result {
 }
 
 func (s *State) applyLockRelease(c *Command) Result {
-	var p LockPayload
-	if err := decodePayload(c, &p); err != nil {
-		return s.invalid("%v", err)
-	}
-	if !validLockKey(c.Key) {
-		return s.invalid("lock release: key %q is not under %q", c.Key, SystemPrefix)
+	p, bad, ok := s.lockPayload(c, "release")
+	if !ok {
+		return bad
 	}
 	var res Result
 	s.lockRemove(c.Key, p.Lease, p.WaitingOnly, &res)
