@@ -222,7 +222,10 @@ func TestREADME_ClusterAsWritten(t *testing.T) {
 	run("quorum operations", quorum)
 
 	workers := moved(readmeBlock(t, readme, "With the\ncluster above:"))
-	run("worker", workers)
+	out = run("worker", workers)
+	// The block waits for the worker's readyz before listing: the list
+	// must show it, as a reader would see it.
+	require.Regexp(t, `w-1\s+alive`, out, "the README's worker list did not show w-1 alive")
 	// Start it again, as the README says, with its own command line.
 	i := strings.Index(workers, "bin/corral run --role=worker")
 	require.GreaterOrEqual(t, i, 0, "the worker block no longer starts a worker")
