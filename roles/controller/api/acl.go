@@ -136,6 +136,7 @@ var routePerms = map[string]routePerm{
 	"PUT /v1/kv/{key...}":       kvWrite,
 	"GET /v1/kv/{key...}":       kvRead,
 	"DELETE /v1/kv/{key...}":    kvWrite,
+	"GET /v1/kvstream":          authenticated, // each frame is checked against its key (kvstream.go)
 	"GET /v1/watch/{prefix...}": resource(metadata.ACLKV, metadata.ACLRead, pathValue("prefix")),
 
 	"POST /v1/leases":                       coordWriteAny,

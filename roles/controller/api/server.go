@@ -254,6 +254,7 @@ type Server struct {
 	browser      browserGuard // Host, Origin and client-header checks (browser.go)
 	aclCaughtUp  atomic.Bool  // the ACL state is known current (acl.go, aclCurrent)
 	watchesBy    tokenCounts  // open watches per token (acl_limits.go)
+	streams      kvStreams    // open KV streams (kvstream.go)
 }
 
 // New returns a Server; it serves nothing until Listen (or use Handler).
@@ -294,6 +295,7 @@ func (s *Server) Listen() error {
 // Shutdown stops the HTTP server, letting requests in flight finish
 // within ctx.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.streams.closeAll() // hijacked: http.Server.Shutdown does not see them
 	peerErr := s.shutdownPeers(ctx)
 	metricsErr := s.shutdownMetrics(ctx)
 	if s.http == nil {
@@ -457,6 +459,7 @@ func (s *Server) routeMux() *routeMux {
 	mux.HandleFunc("PUT /v1/kv/{key...}", s.handle(s.handlePut))
 	mux.HandleFunc("GET /v1/kv/{key...}", s.handle(s.handleGet))
 	mux.HandleFunc("DELETE /v1/kv/{key...}", s.handle(s.handleDelete))
+	mux.HandleFunc("GET /v1/kvstream", s.handle(s.handleKVStream)) // kvstream.go
 	mux.HandleFunc("GET /v1/cluster", s.handle(s.handleClusterWithWorkers))
 	mux.HandleFunc("GET /v1/workers", s.handle(s.handleWorkers))
 	mux.HandleFunc("GET /v1/workers/{id}", s.handle(s.handleWorker))
