@@ -78,6 +78,12 @@ type Config struct {
 	// CACert is PEM: the certificate authorities https:// endpoints must chain to (the controllers'
 	// --http-tls-cert issuer, e.g. the cluster's ca.pem). Empty means the system's roots. Ignored with HTTPClient.
 	CACert []byte
+	// Stream sends Put, CompareAndPut, Get and Delete as binary frames over one long-lived connection per
+	// endpoint, shared by every goroutine of the Client, instead of one HTTP request each (docs/API.md, "KV
+	// stream"): less CPU on both sides and many calls per read and write. Answers, errors and failover are those
+	// of the HTTP calls. An endpoint that does not serve the stream (an older controller) gets HTTP. Ignored with
+	// HTTPClient. Close the Client when done with it.
+	Stream bool
 }
 
 // Client talks to a corral cluster over its HTTP API.
@@ -91,6 +97,8 @@ type Client struct {
 	// preferred is the index of the leader a follower named (LeaderHeader), else of the last endpoint that
 	// answered; calls start there so that a healthy endpoint is not re-discovered on every call.
 	preferred atomic.Int64
+	// streams carries KV calls when Config.Stream is set (kvstream.go); nil otherwise.
+	streams *streamPool
 }
 
 // New validates cfg and returns a Client. It does not contact the cluster.
@@ -122,6 +130,9 @@ func New(cfg Config) (*Client, error) {
 		// Many goroutines usually share one Client against a handful of controllers; the default of 2 idle
 		// connections per host would make most requests dial anew.
 		tr.MaxIdleConnsPerHost = maxIdlePerHost
+		if cfg.Stream {
+			c.streams = newStreamPool(cfg.Token, tr.TLSClientConfig)
+		}
 		var rt http.RoundTripper = tr
 		if directSupported {
 			rt = newDirectTransport(tr)
@@ -153,6 +164,16 @@ func (t clientHeaderTransport) RoundTrip(req *http.Request) (*http.Response, err
 		req.Header.Set(ClientHeader, ClientName)
 	}
 	return base.RoundTrip(req)
+}
+
+// Close closes the Client's KV streams and idle connections. Calls in flight on a stream fail; a later call opens
+// what it needs again.
+func (c *Client) Close() error {
+	if c.streams != nil {
+		c.streams.closeAll()
+	}
+	c.hc.CloseIdleConnections()
+	return nil
 }
 
 // Endpoints returns the normalized endpoint list, in configuration order.
@@ -202,7 +223,11 @@ func endpointHost(ep string) string {
 
 // leaderEndpoint is the index of the endpoint resp names as the leader, or -1 when it names none of them.
 func (c *Client) leaderEndpoint(resp *http.Response) int {
-	hint := resp.Header.Get(LeaderHeader)
+	return c.hintedEndpoint(resp.Header.Get(LeaderHeader))
+}
+
+// hintedEndpoint is the index of the endpoint a leader hint (HOST:PORT) names, or -1 when it names none of them.
+func (c *Client) hintedEndpoint(hint string) int {
 	if hint == "" || len(hint) > 300 {
 		return -1
 	}
@@ -235,6 +260,8 @@ type call struct {
 	raw func(io.Reader) error
 	// contentType of body; default application/octet-stream.
 	contentType string
+	// stream, when set, is the call as a KV stream frame, sent instead of the request when the Client streams.
+	stream *streamCall
 }
 
 // do runs cl against the endpoints with failover and decodes a 2xx JSON answer into out (if non-nil).
@@ -278,7 +305,7 @@ func (c *Client) round(ctx, parent context.Context, cl call, out any) (err error
 	for i := 0; i < n; i++ {
 		idx := (start + i) % n
 		ep := c.endpoints[idx]
-		leader, err := c.attempt(ctx, ep, cl, out)
+		leader, err := c.attempt(ctx, idx, cl, out)
 		if err == nil {
 			c.answered(idx, leader)
 			return nil, false
@@ -320,9 +347,15 @@ func (c *Client) contextError(parent context.Context, cl call, ep string, err er
 		cl.method, ep, cl.path, c.timeout, ErrTimeout, err)
 }
 
-// attempt sends cl to one endpoint. leader is the endpoint the answer named as the leader (-1: none or no answer).
-func (c *Client) attempt(ctx context.Context, ep string, cl call, out any) (leader int, err error) {
+// attempt sends cl to endpoint idx. leader is the endpoint the answer named as the leader (-1: none or no answer).
+func (c *Client) attempt(ctx context.Context, idx int, cl call, out any) (leader int, err error) {
+	if cl.stream != nil && c.streams != nil && cl.stream.fits() {
+		if leader, err, handled := c.streamAttempt(ctx, idx, cl); handled {
+			return leader, err
+		}
+	}
 	leader = -1
+	ep := c.endpoints[idx]
 	resp, err := c.send(ctx, ep, cl)
 	if err != nil {
 		return leader, err
@@ -380,7 +413,15 @@ func (c *Client) send(ctx context.Context, ep string, cl call) (*http.Response, 
 // decodeError turns a non-2xx answer into an *Error, tolerating bodies that are not corral JSON.
 func decodeError(resp *http.Response) error {
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBytes))
-	e := &Error{Status: resp.StatusCode}
+	return decodeErrorBody(resp.StatusCode, raw)
+}
+
+// decodeErrorBody is decodeError for an answer's status and body, however it came (HTTP or the KV stream).
+func decodeErrorBody(status int, raw []byte) error {
+	if len(raw) > maxErrorBytes {
+		raw = raw[:maxErrorBytes]
+	}
+	e := &Error{Status: status}
 	var body struct {
 		Error       string       `json:"error"`
 		Code        string       `json:"code"`
@@ -405,5 +446,6 @@ func decodeError(resp *http.Response) error {
 // was sent, which makes trying another endpoint safe.
 func isDialError(err error) bool {
 	var op *net.OpError
-	return errors.As(err, &op) && op.Op == "dial"
+	var ns streamNotSent
+	return errors.As(err, &op) && op.Op == "dial" || errors.As(err, &ns)
 }

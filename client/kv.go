@@ -67,7 +67,17 @@ func (c *Client) put(ctx context.Context, key string, value []byte, prev *int64)
 	var out struct {
 		Revision int64 `json:"revision"`
 	}
-	err := c.do(ctx, call{method: http.MethodPut, path: keyPath(key), query: q, body: value}, &out)
+	sc := &streamCall{op: streamPut, key: key, value: value, done: func(b []byte) error {
+		v, err := streamInts(b, 1)
+		if err == nil {
+			out.Revision = v[0]
+		}
+		return err
+	}}
+	if prev != nil {
+		sc.flags, sc.prev = streamHasPrev, *prev
+	}
+	err := c.do(ctx, call{method: http.MethodPut, path: keyPath(key), query: q, body: value, stream: sc}, &out)
 	if err != nil {
 		return 0, err
 	}
@@ -77,7 +87,17 @@ func (c *Client) put(ctx context.Context, key string, value []byte, prev *int64)
 // Get returns key's value and revisions; a missing key is an error matching ErrNotFound.
 func (c *Client) Get(ctx context.Context, key string, opts ...ReadOption) (*KV, error) {
 	var out wireKV
-	if err := c.do(ctx, call{method: http.MethodGet, path: keyPath(key), query: readQuery(false, opts)}, &out); err != nil {
+	sc := &streamCall{op: streamGet, key: key, done: func(b []byte) error {
+		v, err := streamInts(b, 4) // revision, create, mod, version
+		if err == nil {
+			out = wireKV{Key: key, Value: b[32:], CreateRevision: v[1], ModRevision: v[2], Version: v[3]}
+		}
+		return err
+	}}
+	if readOpts(opts).serializable {
+		sc.flags = streamSerializable
+	}
+	if err := c.do(ctx, call{method: http.MethodGet, path: keyPath(key), query: readQuery(false, opts), stream: sc}, &out); err != nil {
 		return nil, err
 	}
 	kv := out.kv()
@@ -168,17 +188,29 @@ func (c *Client) Delete(ctx context.Context, key string) (rev int64, deleted int
 		Revision int64 `json:"revision"`
 		Deleted  int64 `json:"deleted"`
 	}
-	if err := c.do(ctx, call{method: http.MethodDelete, path: keyPath(key)}, &out); err != nil {
+	sc := &streamCall{op: streamDelete, key: key, done: func(b []byte) error {
+		v, err := streamInts(b, 2)
+		if err == nil {
+			out.Revision, out.Deleted = v[0], v[1]
+		}
+		return err
+	}}
+	if err := c.do(ctx, call{method: http.MethodDelete, path: keyPath(key), stream: sc}, &out); err != nil {
 		return 0, 0, err
 	}
 	return out.Revision, out.Deleted, nil
 }
 
-func readQuery(prefix bool, opts []ReadOption) url.Values {
+func readOpts(opts []ReadOption) readOptions {
 	var o readOptions
 	for _, opt := range opts {
 		opt(&o)
 	}
+	return o
+}
+
+func readQuery(prefix bool, opts []ReadOption) url.Values {
+	o := readOpts(opts)
 	q := url.Values{"encoding": {"base64"}}
 	if prefix {
 		q.Set("prefix", "true")
