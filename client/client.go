@@ -78,12 +78,12 @@ type Config struct {
 	// CACert is PEM: the certificate authorities https:// endpoints must chain to (the controllers'
 	// --http-tls-cert issuer, e.g. the cluster's ca.pem). Empty means the system's roots. Ignored with HTTPClient.
 	CACert []byte
-	// Stream sends Put, CompareAndPut, Get and Delete as binary frames over one long-lived connection per
-	// endpoint, shared by every goroutine of the Client, instead of one HTTP request each (docs/API.md, "KV
-	// stream"): less CPU on both sides and many calls per read and write. Answers, errors and failover are those
-	// of the HTTP calls. An endpoint that does not serve the stream (an older controller) gets HTTP. Ignored with
-	// HTTPClient. Close the Client when done with it.
-	Stream bool
+	// HTTPOnly sends every call as an HTTP request. Without it, Put, CompareAndPut, Get and Delete travel as
+	// binary frames over one long-lived connection per endpoint, shared by every goroutine of the Client (docs/API.md,
+	// "KV stream"): less CPU on both sides and many calls per read and write. Their answers, errors and failover are
+	// those of the HTTP calls, and an endpoint that does not serve the stream (an older controller) gets HTTP. With
+	// HTTPClient set, every call is HTTP too. Close the Client when done with it.
+	HTTPOnly bool
 }
 
 // Client talks to a corral cluster over its HTTP API.
@@ -130,7 +130,7 @@ func New(cfg Config) (*Client, error) {
 		// Many goroutines usually share one Client against a handful of controllers; the default of 2 idle
 		// connections per host would make most requests dial anew.
 		tr.MaxIdleConnsPerHost = maxIdlePerHost
-		if cfg.Stream {
+		if !cfg.HTTPOnly {
 			c.streams = newStreamPool(cfg.Token, tr.TLSClientConfig)
 		}
 		var rt http.RoundTripper = tr

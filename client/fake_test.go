@@ -59,6 +59,13 @@ func newFakeAPI(t *testing.T) *fakeAPI {
 	mux.HandleFunc("DELETE /v1/kv/{key...}", f.del)
 	mux.HandleFunc("GET /v1/cluster", f.cluster)
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/kvstream" {
+			// The fake is HTTP only, as a controller before the KV stream:
+			// the client's calls come as HTTP requests (kvstream_test.go
+			// has the stream's own fakes).
+			http.NotFound(w, r)
+			return
+		}
 		f.hits.Add(1)
 		f.mu.Lock()
 		f.lastReq = r.Clone(r.Context())

@@ -48,14 +48,18 @@ type streamPool struct {
 	mu      sync.Mutex
 	conns   map[int]*kvConn
 	dialing map[int]chan struct{}
-	// plain are endpoints that do not serve the stream (a controller older
-	// than it): their calls go over HTTP.
-	plain map[int]bool
+	// plain are endpoints that did not serve the stream (a controller older
+	// than it, or a proxy), until when: their calls go over HTTP meanwhile.
+	plain map[int]time.Time
 }
+
+// plainFor is how long an endpoint that refused the stream gets HTTP
+// before the client asks again (the controller may have been upgraded).
+const plainFor = 30 * time.Second
 
 func newStreamPool(token string, tlsCfg *tls.Config) *streamPool {
 	return &streamPool{token: token, tls: tlsCfg, dial: net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second},
-		conns: map[int]*kvConn{}, dialing: map[int]chan struct{}{}, plain: map[int]bool{}}
+		conns: map[int]*kvConn{}, dialing: map[int]chan struct{}{}, plain: map[int]time.Time{}}
 }
 
 // errNoStream says an endpoint does not serve the stream: use HTTP.
@@ -65,9 +69,12 @@ var errNoStream = errors.New("endpoint does not serve the KV stream")
 func (p *streamPool) get(ctx context.Context, idx int, ep string) (*kvConn, error) {
 	for {
 		p.mu.Lock()
-		if p.plain[idx] {
-			p.mu.Unlock()
-			return nil, errNoStream
+		if until, ok := p.plain[idx]; ok {
+			if time.Now().Before(until) {
+				p.mu.Unlock()
+				return nil, errNoStream
+			}
+			delete(p.plain, idx)
 		}
 		if kc := p.conns[idx]; kc != nil {
 			if kc.usable(time.Now()) {
@@ -88,7 +95,7 @@ func (p *streamPool) get(ctx context.Context, idx int, ep string) (*kvConn, erro
 			close(done)
 			switch {
 			case errors.Is(err, errNoStream):
-				p.plain[idx] = true
+				p.plain[idx] = time.Now().Add(plainFor)
 			case err == nil:
 				p.conns[idx] = kc
 				go kc.readLoop(func() { p.drop(idx, kc) })
@@ -125,9 +132,10 @@ func (p *streamPool) closeAll() {
 	}
 }
 
-// open dials ep and upgrades the connection. Its errors are dial errors or
-// streamNotSent, or an *Error the controller answered the upgrade with;
-// errNoStream when the controller has no such route.
+// open dials ep and upgrades the connection. Its errors are dial errors,
+// streamNotSent or the context's error; errNoStream when the endpoint
+// answered the upgrade with anything but 101 (the call then goes over HTTP,
+// whose answer says what is wrong if something is).
 func (p *streamPool) open(ctx context.Context, ep string) (*kvConn, error) {
 	u, err := url.Parse(ep)
 	if err != nil {
@@ -158,19 +166,21 @@ func (p *streamPool) open(ctx context.Context, ep string) (*kvConn, error) {
 		}
 		conn = tc
 	}
-	kc, err := p.upgrade(ctx, conn, u.Host)
-	if err != nil {
+	// The context's end interrupts the upgrade's write and read.
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(aLongTimeAgo) })
+	kc, err := p.upgrade(conn, u.Host)
+	if !stop() || err != nil {
 		_ = conn.Close()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		return nil, err
 	}
 	return kc, nil
 }
 
 // upgrade asks for the stream on conn.
-func (p *streamPool) upgrade(ctx context.Context, conn net.Conn, host string) (*kvConn, error) {
-	if dl, ok := ctx.Deadline(); ok {
-		_ = conn.SetDeadline(dl)
-	}
+func (p *streamPool) upgrade(conn net.Conn, host string) (*kvConn, error) {
 	req := "GET /v1/kvstream HTTP/1.1\r\nHost: " + host + "\r\nConnection: Upgrade\r\nUpgrade: " + streamProtocol +
 		"\r\n" + ClientHeader + ": " + ClientName + "\r\n"
 	if p.token != "" {
@@ -185,15 +195,9 @@ func (p *streamPool) upgrade(ctx context.Context, conn net.Conn, host string) (*
 		return nil, streamNotSent{fmt.Errorf("ask %s for the KV stream: %w", host, err)}
 	}
 	if resp.StatusCode != http.StatusSwitchingProtocols {
-		defer resp.Body.Close()
-		e := decodeError(resp)
-		var ae *Error
-		if errors.As(e, &ae) && (ae.Status == http.StatusNotFound || ae.Status == http.StatusUpgradeRequired) {
-			return nil, errNoStream
-		}
-		return nil, e
+		_ = resp.Body.Close()
+		return nil, errNoStream
 	}
-	_ = conn.SetDeadline(time.Time{})
 	return &kvConn{conn: conn, br: br, pending: map[uint32]chan streamAnswer{}, used: time.Now()}, nil
 }
 
@@ -334,6 +338,9 @@ func (c *Client) streamAttempt(ctx context.Context, idx int, cl call) (leader in
 			return leader, nil, false
 		}
 		if err != nil {
+			if ctx.Err() != nil {
+				return leader, ctx.Err(), true
+			}
 			return leader, err, true
 		}
 		id, ch, err := kc.send(cl.stream)

@@ -96,7 +96,7 @@ func revisionAnswer(rev int64, hint string) func(uint32, byte, string) []byte {
 }
 
 func streamClient(t *testing.T, eps ...string) *Client {
-	c, err := New(Config{Endpoints: eps, Stream: true, Timeout: 5 * time.Second})
+	c, err := New(Config{Endpoints: eps, Timeout: 5 * time.Second})
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
 	return c
@@ -191,7 +191,7 @@ func TestStream_TimeoutLeavesTheStreamUsable(t *testing.T) {
 		}
 		return answerFrame(id, http.StatusOK, "", binary.BigEndian.AppendUint64(nil, 3))
 	})
-	c, err := New(Config{Endpoints: []string{f.srv.URL}, Stream: true, Timeout: 200 * time.Millisecond})
+	c, err := New(Config{Endpoints: []string{f.srv.URL}, Timeout: 200 * time.Millisecond})
 	require.NoError(t, err)
 	defer c.Close()
 	_, err = c.Put(context.Background(), "slow", []byte("v"))
@@ -227,4 +227,18 @@ func FuzzStreamAnswers(f *testing.F) {
 			_ = errors.Is(a.err, io.EOF)
 		}
 	})
+}
+
+// "No leader" on a stream is what it is over HTTP: nothing was proposed, so
+// the call moves on to the next endpoint.
+func TestStream_NoLeaderTriesTheNextEndpoint(t *testing.T) {
+	leaderless := newFakeStreamServer(t, func(id uint32, _ byte, _ string) []byte {
+		return answerFrame(id, http.StatusServiceUnavailable, "", []byte(`{"error": "no leader", "code": "no_leader"}`))
+	})
+	other := newFakeStreamServer(t, revisionAnswer(8, ""))
+	c := streamClient(t, leaderless.srv.URL, other.srv.URL)
+	rev, err := c.Put(context.Background(), "k", []byte("v"))
+	require.NoError(t, err)
+	require.EqualValues(t, 8, rev)
+	require.EqualValues(t, 1, leaderless.frames.Load())
 }

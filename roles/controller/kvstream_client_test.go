@@ -28,7 +28,7 @@ func TestKVStream_GoClientOverThreeControllers(t *testing.T) {
 	for _, id := range append(mc.others(lead), lead) { // a follower first
 		eps = append(eps, "http://"+mc.node(id).HTTPAddr())
 	}
-	cl, err := client.New(client.Config{Endpoints: eps, Stream: true, Timeout: 10 * time.Second})
+	cl, err := client.New(client.Config{Endpoints: eps, Timeout: 10 * time.Second})
 	require.NoError(t, err)
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

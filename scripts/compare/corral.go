@@ -32,12 +32,24 @@ func newCorralNetHTTP(eps []string, n int) (writer, error) {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }})
 }
 
+// newCorralHTTP is newCorral with every put an HTTP request
+// (client.Config.HTTPOnly), as the Go client sent them before its KV
+// stream: the two side by side show what the stream changes.
+func newCorralHTTP(eps []string, n int) (writer, error) {
+	return newCorralConfig(eps, n, client.Config{HTTPOnly: true})
+}
+
 func newCorralWith(eps []string, n int, hc *http.Client) (writer, error) {
+	return newCorralConfig(eps, n, client.Config{HTTPClient: hc})
+}
+
+func newCorralConfig(eps []string, n int, cfg client.Config) (writer, error) {
 	list := make([]string, 0, len(eps))
 	for i := range eps {
 		list = append(list, eps[(n+i)%len(eps)])
 	}
-	c, err := client.New(client.Config{Endpoints: list, Timeout: 10 * time.Second, HTTPClient: hc})
+	cfg.Endpoints, cfg.Timeout = list, 10*time.Second
+	c, err := client.New(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -53,4 +65,4 @@ func (w *corralWriter) write(ctx context.Context, i int, value []byte) error {
 	return err
 }
 
-func (w *corralWriter) close() {}
+func (w *corralWriter) close() { _ = w.c.Close() }

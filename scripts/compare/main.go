@@ -4,7 +4,7 @@
 // clusters and calls it). It is a nested module so that the main module
 // does not depend on etcd's client.
 //
-//	compare -system corral|corral-pinned|corral-nethttp|etcd|zk -endpoints A,B,C -clients N -duration 10s -value-size 256 -keys 1000
+//	compare -system corral|corral-http|corral-pinned|corral-nethttp|etcd|zk -endpoints A,B,C -clients N -duration 10s -value-size 256 -keys 1000
 //
 // It prints one line: system, clients, ops, errors, ops/s, p50, p99, max.
 //
@@ -65,7 +65,7 @@ func main() {
 		}
 		return
 	}
-	system := flag.String("system", "", "corral, corral-pinned, corral-nethttp, etcd or zk")
+	system := flag.String("system", "", "corral, corral-http, corral-pinned, corral-nethttp, etcd or zk")
 	endpoints := flag.String("endpoints", "", "comma-separated endpoints (corral: http URLs; etcd: host:port; zk: host:port)")
 	clients := flag.Int("clients", 1, "concurrent clients, each with its own connection")
 	duration := flag.Duration("duration", 10*time.Second, "how long to write")
@@ -87,10 +87,10 @@ func main() {
 		os.Exit(1)
 	}
 	newWriter := map[string]func(eps []string, n int) (writer, error){
-		"corral": newCorral, "corral-pinned": newCorralPinned, "corral-nethttp": newCorralNetHTTP, "etcd": newEtcd, "zk": newZK,
+		"corral": newCorral, "corral-http": newCorralHTTP, "corral-pinned": newCorralPinned, "corral-nethttp": newCorralNetHTTP, "etcd": newEtcd, "zk": newZK,
 	}[*system]
 	if newWriter == nil {
-		fmt.Fprintf(os.Stderr, "compare: unknown -system %q: want corral, corral-pinned, corral-nethttp, etcd or zk\n", *system)
+		fmt.Fprintf(os.Stderr, "compare: unknown -system %q: want corral, corral-http, corral-pinned, corral-nethttp, etcd or zk\n", *system)
 		os.Exit(1)
 	}
 	if *system == "zk" {
