@@ -19,13 +19,14 @@ func putsServed(t *testing.T, n *node) float64 {
 	t.Helper()
 	return metricSum(t, n, func(line string) bool {
 		return strings.HasPrefix(line, "corral_http_request_duration_seconds_count{") &&
-			strings.Contains(line, `route="PUT /v1/kv/{key...}"`)
+			(strings.Contains(line, `route="PUT /v1/kv/{key...}"`) || strings.Contains(line, `route="STREAM put"`))
 	})
 }
 
 // A client that lists every controller, starting at a follower, sends its
 // calls to the leader after the first answer (the follower names the
-// leader in X-Corral-Leader), and again after the leader is killed.
+// leader in X-Corral-Leader, or in the KV stream's answers), and again
+// after the leader is killed.
 func TestQuorum_ClientMovesToTheLeader(t *testing.T) {
 	c := newCluster(t, 3)
 	c.startAll()

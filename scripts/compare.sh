@@ -10,8 +10,10 @@
 # turn, ROUNDS times, so drift on the machine hits all three alike.
 # corral runs twice: "corral" through its Go client listing every node
 # (a follower's first answer names the leader, and the client's later
-# puts go there), "corral-pinned" with each client held to one node as
-# etcd's and ZooKeeper's clients are here (puts on a follower forwarded).
+# puts go there) over its KV stream (one upgraded connection per client,
+# binary frames), "corral-http" the same with one HTTP request per put
+# (client.Config.HTTPOnly). (bin/compare -system corral-pinned holds each
+# client to one node, as etcd's and ZooKeeper's clients are here.)
 #   scripts/compare.sh [ROUNDS] [DURATION] [CLIENT COUNTS]   # defaults: 3 10s "1 16 128"
 #
 # With "failover" it measures instead the longest gap between acknowledged
@@ -242,7 +244,7 @@ echo "# cpu/op: CPU time per acknowledged write, of the system's 3 servers toget
 for r in $(seq 1 "$rounds"); do
 	for c in $counts; do
 		bin/compare -system corral -endpoints "$ecorral" -cpu-pids "$pcorral" -clients "$c" -duration "$duration" | sed "s/^/round-$r /"
-		bin/compare -system corral-pinned -endpoints "$ecorral" -cpu-pids "$pcorral" -clients "$c" -duration "$duration" | sed "s/^/round-$r /"
+		bin/compare -system corral-http -endpoints "$ecorral" -cpu-pids "$pcorral" -clients "$c" -duration "$duration" | sed "s/^/round-$r /"
 		bin/compare -system etcd -endpoints "$eetcd" -cpu-pids "$petcd" -clients "$c" -duration "$duration" | sed "s/^/round-$r /"
 		bin/compare -system zk -endpoints "$ezk" -cpu-pids "$pzk" -clients "$c" -duration "$duration" | sed "s/^/round-$r /"
 	done
