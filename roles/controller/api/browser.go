@@ -65,6 +65,7 @@ const (
 var rawBodyRoutes = map[string]bool{
 	"PUT /v1/kv/{key...}":              true, // the raw value
 	"POST /v1/leases/keepalive/stream": true, // newline-delimited JSON
+	"GET /v1/kvstream":                 true, // binary frames that write (kvstream.go)
 }
 
 // browserGuard holds the checks' state, built on first use.
@@ -198,7 +199,12 @@ func (s *Server) checkBrowser(mux *http.ServeMux, r *http.Request) *refusal {
 	}
 	switch r.Method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions:
-		return nil
+		// The KV stream is a GET that then writes: it needs the header too
+		// (a browser cannot send its Upgrade either, but one guard should
+		// not rest on another).
+		if r.URL.Path != "/v1/kvstream" {
+			return nil
+		}
 	}
 	if r.Header.Get(ClientHeader) != "" || r.Header.Get(forwardedHeader) != "" {
 		return nil

@@ -214,6 +214,7 @@ var stateChanging = []struct {
 	method, path, body string
 	json               bool
 }{
+	{"GET", "/v1/kvstream", "", false}, // a GET that writes (kvstream.go)
 	{"PUT", "/v1/kv/app/k", "raw value", false},
 	{"DELETE", "/v1/kv/app/k", "", true},
 	{"POST", "/v1/controllers", `{"id": 9, "address": "127.0.0.1:1"}`, true},
