@@ -13,8 +13,13 @@
 // of the configured endpoints, the next calls start there, so writes skip the follower's forwarding hop. The hint
 // only moves where the next call starts; it never resends a call.
 //
-// Transport: unless Config.HTTPClient is set, each call is one HTTP/1.1 round trip done by the calling goroutine
-// over a pool of keep-alive connections per endpoint, which costs a third less client CPU than net/http's
+// KV stream: Put, CompareAndPut, Get and Delete travel as binary frames over one long-lived connection per endpoint
+// (GET /v1/kvstream, upgraded), shared by every goroutine of the Client, many calls in flight at once; the rules
+// above hold for them as for HTTP calls. Config.HTTPOnly sends them as HTTP requests instead, and an endpoint that
+// does not serve the stream gets HTTP by itself. Close a Client that is done with: its streams hold connections.
+//
+// Transport: unless Config.HTTPClient is set, every other call is one HTTP/1.1 round trip done by the calling
+// goroutine over a pool of keep-alive connections per endpoint, which costs a third less client CPU than net/http's
 // Transport under many concurrent callers (see directTransport). A pooled connection the server has closed is
 // noticed before it is used, so no call is lost to a connection that died while idle.
 package client
