@@ -59,3 +59,5 @@ require (
 replace github.com/quic-go/quic-go => ./third_party/quic-go
 
 replace github.com/tidwall/btree => ./third_party/btree
+
+replace go.etcd.io/raft/v3 => ./third_party/raft

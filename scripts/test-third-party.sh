@@ -27,3 +27,6 @@ GO=${GO:-go}
 (cd "$root/third_party/btree" &&
 	LOADBENCH=1 $GO test -timeout 10m "$@" . &&
 	$GO test -race -timeout 5m -run 'Loader' "$@" .)
+
+(cd "$root/third_party/raft" &&
+	$GO test -race -timeout 5m "$@" ./...)
