@@ -7,8 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"go.etcd.io/raft/v3"
-
 	"github.com/corral-dev/corral/metadata"
 )
 
@@ -141,18 +139,12 @@ func (c *Replica) propose(ctx context.Context, cmd *metadata.Command) (metadata.
 	cmd.Term = c.term.Load()
 	ch := c.waits.register(cmd.ID)
 	defer c.waits.cancel(cmd.ID)
-	if err := c.node.Propose(ctx, cmd.Marshal()); err != nil {
-		c.met.proposalsFailed.WithLabelValues("dropped").Inc()
-		if errors.Is(err, raft.ErrProposalDropped) {
-			return metadata.Result{}, ErrNoLeader
-		}
-		if errors.Is(err, raft.ErrStopped) {
-			return metadata.Result{}, ErrStopped
-		}
-		return metadata.Result{}, ErrTimeout
-	}
+	c.submit(ctx, cmd.ID, cmd.Marshal()) // propose_batch.go: a refusal comes back on ch
 	select {
 	case res := <-ch:
+		if errors.Is(res.Err, ErrNoLeader) || errors.Is(res.Err, ErrStopped) {
+			return metadata.Result{}, res.Err // raft did not take it (proposeLoop)
+		}
 		if errors.Is(res.Err, ErrTimeout) {
 			c.met.proposalsFailed.WithLabelValues("timeout").Inc()
 			return metadata.Result{}, res.Err

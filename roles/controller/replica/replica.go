@@ -136,6 +136,8 @@ type Replica struct {
 
 	leaders  leaderHistory    // leader changes of the last hour (dashboard)
 	fwdProps chan *pb.Message // proposals forwarded by followers (forward.go)
+	props    proposalQueue    // proposals waiting for proposeLoop (propose_batch.go)
+	batcher  batchProposer    // c.node, with our raft copy's ProposeBatch
 
 	stopc    chan struct{}
 	done     chan struct{}
@@ -165,6 +167,7 @@ func Open(cfg Config) (*Replica, error) {
 	c.snapJitter = newSnapJitter(cfg.SnapshotEvery) // members apart from the first snapshot on
 	c.met = newControllerMetrics(c.reg)
 	c.waits.init()
+	c.props.init()
 	c.heard.init()
 	c.applied.init()
 	var seed [8]byte
@@ -187,6 +190,14 @@ func Open(cfg Config) (*Replica, error) {
 		c.store.Close()
 		return nil, err
 	}
+	bp, ok := c.node.(batchProposer)
+	if !ok { // a build without third_party/raft (go.mod's replace)
+		c.node.Stop()
+		c.tr.Close()
+		c.store.Close()
+		return nil, errors.New("raft node has no ProposeBatch: corral must be built with its copy of raft (third_party/raft)")
+	}
+	c.batcher = bp
 	c.revocationsChanged() // connections accepted before the deny-list was loaded
 	// Inbound messages reach raft, so the transport starts only now.
 	if err := c.tr.Start(c); err != nil {
@@ -204,6 +215,7 @@ func Open(cfg Config) (*Replica, error) {
 func (c *Replica) Start() {
 	c.advanceElection()
 	go c.run()
+	go c.proposeLoop(c.batcher)
 	go c.forwardLoop()
 	go c.reads.run()
 	go c.promoteLoop()

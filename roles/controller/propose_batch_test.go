@@ -1,0 +1,98 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	pb "go.etcd.io/raft/v3/raftpb"
+
+	"github.com/corral-dev/corral/roles/controller/fault"
+)
+
+// Concurrent proposals reach raft in batches (replica/propose_batch.go):
+// the leader sends a follower fewer MsgApps carrying entries than there
+// are entries. Proposed one at a time, as before, it sent at least one
+// per entry.
+func TestProposalsReachRaftInBatches(t *testing.T) {
+	mc := newMemCluster(t, 3, nil)
+	lead := mc.waitLeader(mc.ids()...)
+	follower := mc.others(lead)[0]
+	var apps, ents atomic.Int64
+	mc.net.Hold(func(from uint64, m *pb.Message) bool {
+		if from == lead && m.GetTo() == follower && m.GetType() == pb.MsgApp && len(m.GetEntries()) > 0 {
+			apps.Add(1)
+			ents.Add(int64(len(m.GetEntries())))
+		}
+		return false // count, never hold
+	})
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for g := range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 10 {
+				if _, err := mc.put(lead, fmt.Sprintf("b/%d/%d", g, i), "v"); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	require.GreaterOrEqual(t, ents.Load(), int64(640))
+	require.Less(t, apps.Load(), ents.Load()*3/4, "%d MsgApps for %d entries: proposals went one by one", apps.Load(), ents.Load())
+	t.Logf("%d MsgApps with entries carried %d entries", apps.Load(), ents.Load())
+}
+
+// A batch raft refuses is refused at once, as a single proposal was: while
+// a leadership transfer is under way the leader drops proposals, and its
+// callers hear "no leader" (retry elsewhere) instead of waiting out the
+// request timeout.
+func TestRefusedBatchIsAnsweredAtOnce(t *testing.T) {
+	mc := newMemCluster(t, 3, func(c *Config) { c.RequestTimeout = 5 * time.Second })
+	lead := mc.waitLeader(mc.ids()...)
+	target := mc.others(lead)[0]
+	_, err := mc.put(lead, "k", "v")
+	require.NoError(t, err)
+	// The target hears nothing from the leader, so the transfer cannot
+	// finish (raft waits for the target to catch up, then gives up after
+	// an election timeout) and the leader drops proposals meanwhile.
+	mc.net.Hold(func(from uint64, m *pb.Message) bool { return from == lead && m.GetTo() == target })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	go func() { _ = mc.node(lead).TransferLeader(ctx, target) }()
+	var wg sync.WaitGroup
+	var dropped atomic.Int64
+	deadline := time.Now().Add(5 * time.Second)
+	for dropped.Load() == 0 && time.Now().Before(deadline) {
+		for i := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				start := time.Now()
+				_, err := mc.put(lead, fmt.Sprintf("t/%d", i), "v")
+				if errors.Is(err, fault.ErrNoLeader) {
+					if d := time.Since(start); d > 2*time.Second {
+						t.Errorf("a dropped proposal waited %s, as for its timeout", d)
+					}
+					dropped.Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	require.NotZero(t, dropped.Load(), "no proposal was dropped during the transfer")
+	mc.net.ReleaseHeld()
+	mc.net.Hold(func(uint64, *pb.Message) bool { return false })
+}
