@@ -136,7 +136,7 @@ func New(cfg Config) (*Client, error) {
 		// connections per host would make most requests dial anew.
 		tr.MaxIdleConnsPerHost = maxIdlePerHost
 		if !cfg.HTTPOnly {
-			c.streams = newStreamPool(cfg.Token, tr.TLSClientConfig)
+			c.streams = newStreamPool(cfg.Token, tr.TLSClientConfig, c.endpoints, tr.Proxy)
 		}
 		var rt http.RoundTripper = tr
 		if directSupported {

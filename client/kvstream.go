@@ -51,15 +51,30 @@ type streamPool struct {
 	// plain are endpoints that did not serve the stream (a controller older
 	// than it, or a proxy), until when: their calls go over HTTP meanwhile.
 	plain map[int]time.Time
+	// proxied are endpoints an environment proxy (HTTPS_PROXY, ...) applies
+	// to: the stream never dials around it, so they get HTTP, through it.
+	proxied map[int]bool
 }
 
 // plainFor is how long an endpoint that refused the stream gets HTTP
 // before the client asks again (the controller may have been upgraded).
 const plainFor = 30 * time.Second
 
-func newStreamPool(token string, tlsCfg *tls.Config) *streamPool {
-	return &streamPool{token: token, tls: tlsCfg, dial: net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second},
-		conns: map[int]*kvConn{}, dialing: map[int]chan struct{}{}, plain: map[int]time.Time{}}
+// newStreamPool makes the pool for endpoints; proxy is the HTTP
+// transport's (nil: none).
+func newStreamPool(token string, tlsCfg *tls.Config, endpoints []string, proxy func(*http.Request) (*url.URL, error)) *streamPool {
+	p := &streamPool{token: token, tls: tlsCfg, dial: net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second},
+		conns: map[int]*kvConn{}, dialing: map[int]chan struct{}{}, plain: map[int]time.Time{}, proxied: map[int]bool{}}
+	for i, ep := range endpoints {
+		u, err := url.Parse(ep)
+		if err != nil || proxy == nil {
+			continue
+		}
+		if pu, err := proxy(&http.Request{URL: u}); err != nil || pu != nil {
+			p.proxied[i] = true
+		}
+	}
+	return p
 }
 
 // errNoStream says an endpoint does not serve the stream: use HTTP.
@@ -69,6 +84,10 @@ var errNoStream = errors.New("endpoint does not serve the KV stream")
 func (p *streamPool) get(ctx context.Context, idx int, ep string) (*kvConn, error) {
 	for {
 		p.mu.Lock()
+		if p.proxied[idx] {
+			p.mu.Unlock()
+			return nil, errNoStream
+		}
 		if until, ok := p.plain[idx]; ok {
 			if time.Now().Before(until) {
 				p.mu.Unlock()

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -241,4 +242,27 @@ func TestStream_NoLeaderTriesTheNextEndpoint(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 8, rev)
 	require.EqualValues(t, 1, leaderless.frames.Load())
+}
+
+// An endpoint an environment proxy applies to gets HTTP: the stream never
+// dials around the proxy. (http.ProxyFromEnvironment reads the environment
+// once per process, so the pool is given the proxy function directly.)
+func TestStream_ProxiedEndpointGetsHTTP(t *testing.T) {
+	f := newFakeStreamServer(t, revisionAnswer(1, ""))
+	other := newFakeStreamServer(t, revisionAnswer(1, ""))
+	proxy := func(r *http.Request) (*url.URL, error) {
+		if r.URL.Host == f.host() {
+			return url.Parse("http://proxy.test:3128")
+		}
+		return nil, nil
+	}
+	p := newStreamPool("", nil, []string{f.srv.URL, other.srv.URL}, proxy)
+	defer p.closeAll()
+	_, err := p.get(context.Background(), 0, f.srv.URL)
+	require.ErrorIs(t, err, errNoStream)
+	kc, err := p.get(context.Background(), 1, other.srv.URL)
+	require.NoError(t, err)
+	require.NotNil(t, kc)
+	require.EqualValues(t, 0, f.upgrades.Load())
+	require.EqualValues(t, 1, other.upgrades.Load())
 }
