@@ -160,30 +160,9 @@ func (p *streamPool) open(ctx context.Context, ep string) (*kvConn, error) {
 	if err != nil {
 		return nil, streamNotSent{err}
 	}
-	addr := canonicalAddr(u.Scheme, u.Host)
-	raw, err := p.dial.DialContext(ctx, "tcp", addr)
+	conn, _, err := dialAPI(ctx, &p.dial, u, p.tls)
 	if err != nil {
-		return nil, err // *net.OpError, Op "dial"
-	}
-	conn := raw
-	if u.Scheme == "https" {
-		cfg := &tls.Config{MinVersion: tls.VersionTLS12}
-		if p.tls != nil {
-			cfg = p.tls.Clone()
-		}
-		if cfg.ServerName == "" {
-			cfg.ServerName = u.Hostname()
-		}
-		cfg.NextProtos = []string{"http/1.1"}
-		tc := tls.Client(raw, cfg)
-		hctx, cancel := context.WithTimeout(ctx, tlsHandshakeTimeout)
-		err := tc.HandshakeContext(hctx)
-		cancel()
-		if err != nil {
-			_ = raw.Close()
-			return nil, fmt.Errorf("TLS handshake with %s: %w", addr, err)
-		}
-		conn = tc
+		return nil, err
 	}
 	// The context's end interrupts the upgrade's write and read.
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(aLongTimeAgo) })

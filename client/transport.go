@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 )
@@ -307,35 +308,47 @@ func (t *directTransport) put(key string, dc *directConn) {
 // dialer's *net.OpError (Op "dial"), which the Client takes as "nothing
 // was sent, try the next endpoint".
 func (t *directTransport) dial(ctx context.Context, req *http.Request) (*directConn, error) {
-	addr := canonicalAddr(req.URL.Scheme, req.URL.Host)
-	raw, err := t.dialer.DialContext(ctx, "tcp", addr)
+	conn, raw, err := dialAPI(ctx, &t.dialer, req.URL, t.fallback.TLSClientConfig)
 	if err != nil {
 		return nil, err
-	}
-	conn := raw
-	if req.URL.Scheme == "https" {
-		cfg := &tls.Config{MinVersion: tls.VersionTLS12}
-		if base := t.fallback.TLSClientConfig; base != nil { // Config.CACert
-			cfg = base.Clone()
-		}
-		if cfg.ServerName == "" {
-			cfg.ServerName = req.URL.Hostname()
-		}
-		cfg.NextProtos = []string{"http/1.1"}
-		tc := tls.Client(raw, cfg)
-		hctx, cancel := context.WithTimeout(ctx, tlsHandshakeTimeout)
-		err := tc.HandshakeContext(hctx)
-		cancel()
-		if err != nil {
-			_ = raw.Close()
-			return nil, fmt.Errorf("TLS handshake with %s: %w", addr, err)
-		}
-		conn = tc
 	}
 	dc := &directConn{conn: conn, raw: raw, br: bufio.NewReaderSize(conn, 4096)}
 	dc.w.conn = conn
 	dc.bw = bufio.NewWriterSize(&dc.w, 4096)
 	return dc, nil
+}
+
+// dialAPI opens an HTTP/1.1 connection to u's host: TCP, and TLS for https
+// with base (Config.CACert; nil: the system's roots). raw is the TCP
+// connection under conn. Dial errors are the dialer's *net.OpError (Op
+// "dial"), which the Client takes as "nothing was sent, try the next
+// endpoint".
+func dialAPI(ctx context.Context, d *net.Dialer, u *url.URL, base *tls.Config) (conn, raw net.Conn, err error) {
+	addr := canonicalAddr(u.Scheme, u.Host)
+	raw, err = d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	if u.Scheme != "https" {
+		return raw, raw, nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if base != nil {
+		cfg = base.Clone()
+	}
+	if cfg.ServerName == "" {
+		cfg.ServerName = u.Hostname()
+	}
+	cfg.NextProtos = []string{"http/1.1"}
+	tc := tls.Client(raw, cfg)
+	hctx, cancel := context.WithTimeout(ctx, tlsHandshakeTimeout)
+	err = tc.HandshakeContext(hctx)
+	cancel()
+	if err != nil {
+		_ = raw.Close()
+		return nil, nil, fmt.Errorf("TLS handshake with %s: %w", addr, err)
+	}
+	return tc, raw, nil
 }
 
 // CloseIdleConnections closes the pooled connections (http.Client.CloseIdleConnections calls it).

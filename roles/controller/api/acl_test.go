@@ -67,6 +67,24 @@ func (f *fixture) token(t *testing.T, mgmt, name, rules string) string {
 	return jsonBody(t, rec)["secret"].(string)
 }
 
+// deleteToken deletes the tokens named name, with management token mgmt.
+func (f *fixture) deleteToken(t *testing.T, mgmt, name string) {
+	t.Helper()
+	rec := f.as(mgmt, "GET", "/v1/acl/tokens", "")
+	var list struct {
+		Tokens []struct {
+			AccessorID string `json:"accessor_id"`
+			Name       string `json:"name"`
+		} `json:"tokens"`
+	}
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &list))
+	for _, tk := range list.Tokens {
+		if tk.Name == name {
+			require.Equal(t, http.StatusOK, f.as(mgmt, "DELETE", "/v1/acl/tokens/"+tk.AccessorID, "").Code)
+		}
+	}
+}
+
 func requireDenied(t *testing.T, rec *httptest.ResponseRecorder, resource, access string, name *string) {
 	t.Helper()
 	require.Equal(t, http.StatusForbidden, rec.Code, rec.Body.String())
@@ -174,22 +192,10 @@ func TestACL_PolicyChangesApplyAtOnce(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, f.as(tok, "GET", "/v1/kv/a/x", "").Code)
 	require.Equal(t, http.StatusOK, f.as(root, "PUT", "/v1/acl/policies/p", `{"rules": [{"resource": "kv", "prefix": "b/", "access": "read"}]}`).Code)
 	requireDenied(t, f.as(tok, "GET", "/v1/kv/a/x", ""), "kv", "read", strp("a/x"))
-	rec := f.as(root, "GET", "/v1/acl/tokens", "")
-	var list struct {
-		Tokens []struct {
-			AccessorID string `json:"accessor_id"`
-			Name       string `json:"name"`
-		} `json:"tokens"`
-	}
-	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &list))
-	for _, tk := range list.Tokens {
-		if tk.Name == "p" {
-			require.Equal(t, http.StatusOK, f.as(root, "DELETE", "/v1/acl/tokens/"+tk.AccessorID, "").Code)
-		}
-	}
+	f.deleteToken(t, root, "p")
 	requireAnswer(t, f.as(tok, "GET", "/v1/kv/b/x", ""), http.StatusUnauthorized, "unauthorized")
 	// Bad policies are refused with the reason.
-	rec = f.as(root, "PUT", "/v1/acl/policies/bad", `{"rules": [{"resource": "operator", "prefix": "x", "access": "read"}]}`)
+	rec := f.as(root, "PUT", "/v1/acl/policies/bad", `{"rules": [{"resource": "operator", "prefix": "x", "access": "read"}]}`)
 	requireAnswer(t, rec, http.StatusBadRequest, "bad_request")
 	require.Contains(t, rec.Body.String(), "takes no prefix")
 	rec = f.as(root, "POST", "/v1/acl/tokens", `{"name": "x", "policies": ["nope"]}`)

@@ -239,19 +239,7 @@ func TestKVStream_EveryFrameIsCheckedAgainstTheToken(t *testing.T) {
 
 	// The token is deleted while the stream is open: its next frame is
 	// refused as a new request would be.
-	rec := f.as(root, "GET", "/v1/acl/tokens", "")
-	var list struct {
-		Tokens []struct {
-			AccessorID string `json:"accessor_id"`
-			Name       string `json:"name"`
-		} `json:"tokens"`
-	}
-	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &list))
-	for _, tk := range list.Tokens {
-		if tk.Name == "app" {
-			require.Equal(t, http.StatusOK, f.as(root, "DELETE", "/v1/acl/tokens/"+tk.AccessorID, "").Code)
-		}
-	}
+	f.deleteToken(t, root, "app")
 	s.ask(streamFrame(5, streamPut, 0, "app/x", []byte("2"))).requireError(t, http.StatusUnauthorized, "unauthorized")
 	kv, _ := f.store.state.Get("app/x")
 	require.Equal(t, "1", string(kv.Value))
