@@ -102,7 +102,7 @@ type Client struct {
 	// preferred is the index of the leader a follower named (LeaderHeader), else of the last endpoint that
 	// answered; calls start there so that a healthy endpoint is not re-discovered on every call.
 	preferred atomic.Int64
-	// streams carries KV calls when Config.Stream is set (kvstream.go); nil otherwise.
+	// streams carries KV calls unless Config.HTTPOnly or Config.HTTPClient is set (kvstream.go); nil then.
 	streams *streamPool
 }
 

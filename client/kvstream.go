@@ -15,7 +15,7 @@ import (
 	"time"
 )
 
-// The KV stream (Config.Stream): Put, CompareAndPut, Get and Delete travel
+// The KV stream (the default; Config.HTTPOnly turns it off): Put, CompareAndPut, Get and Delete travel
 // as binary frames over one upgraded connection per endpoint, shared by
 // every goroutine of the Client, many in flight and answered out of order
 // (docs/API.md, "KV stream"). The failover rules are the HTTP calls':

@@ -39,7 +39,7 @@ const (
 )
 
 // streamCall is a KV operation the client may send over a stream instead of
-// an HTTP request (Config.Stream).
+// an HTTP request (unless Config.HTTPOnly).
 type streamCall struct {
 	op    byte
 	flags byte

@@ -112,11 +112,26 @@ func (s *Server) handleDelete(_ http.ResponseWriter, r *http.Request) (any, erro
 	if err := writableKey(key); err != nil {
 		return nil, err
 	}
-	res, err := s.propose(r.Context(), &metadata.Command{Op: metadata.OpDelete, Key: key}, kvError)
+	res, err := s.deleteKey(r.Context(), key)
 	if err != nil {
 		return nil, err
 	}
 	return map[string]int64{"revision": res.Revision, "deleted": res.Deleted}, nil
+}
+
+// deleteKey deletes key: DELETE /v1/kv/{key} and the KV stream's delete.
+func (s *Server) deleteKey(ctx context.Context, key string) (metadata.Result, error) {
+	return s.propose(ctx, &metadata.Command{Op: metadata.OpDelete, Key: key}, kvError)
+}
+
+// getKey is key in st, or the 404 GET /v1/kv/{key} and the KV stream's
+// get answer.
+func getKey(st *metadata.State, key string) (metadata.KV, error) {
+	kv, ok := st.Get(key)
+	if !ok {
+		return metadata.KV{}, notFound("not_found", "key %q not found", key)
+	}
+	return kv, nil
 }
 
 // propose proposes cmd; the state machine's refusal comes back as the
@@ -166,9 +181,9 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) (any, error) 
 	if prefix {
 		return s.rangePage(w, r, st, key, enc)
 	}
-	kv, ok := st.Get(key)
-	if !ok {
-		return nil, notFound("not_found", "key %q not found", key)
+	kv, err := getKey(st, key)
+	if err != nil {
+		return nil, err
 	}
 	out := toJSON(kv, enc)
 	out.Revision = st.Revision()

@@ -33,10 +33,16 @@ import (
 const StreamProtocol = "corral-kv/1"
 
 const (
-	// maxStreamInFlight bounds the frames one stream has being served; the
-	// stream reads no further frame until one is answered, so a client
-	// that sends faster than the cluster commits is slowed by TCP.
-	maxStreamInFlight = 256
+	// maxStreamInFlight and maxStreamInFlightBytes bound the frames one
+	// stream has being served, and their bytes (eight of the largest
+	// requests); the stream reads no further frame until one is answered,
+	// so a client that sends faster than the cluster commits is slowed by
+	// TCP.
+	maxStreamInFlight      = 256
+	maxStreamInFlightBytes = 8 * maxStreamFrame
+	// maxStreamPending bounds the answers waiting behind a write under way:
+	// past it the client is not reading them, and loses its stream.
+	maxStreamPending = 16 << 20
 	// streamWriteTimeout bounds one write of answers: a client that stops
 	// reading loses its stream instead of holding the server's goroutines.
 	streamWriteTimeout = 10 * time.Second
@@ -104,7 +110,7 @@ type kvStream struct {
 	req    *http.Request
 	ctx    context.Context
 	cancel context.CancelFunc
-	slots  chan struct{}
+	flight inFlight
 	wg     sync.WaitGroup
 
 	mu      sync.Mutex
@@ -117,7 +123,46 @@ type kvStream struct {
 func (s *Server) newKVStream(conn net.Conn, r *http.Request) *kvStream {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &kvStream{s: s, conn: conn, req: r.WithContext(ctx), ctx: ctx, cancel: cancel,
-		slots: make(chan struct{}, maxStreamInFlight)}
+		flight: inFlight{freed: make(chan struct{}, 1)}}
+}
+
+// inFlight counts a stream's frames being served and their bytes.
+type inFlight struct {
+	mu     sync.Mutex
+	frames int
+	bytes  int
+	freed  chan struct{} // one pending wake-up is enough
+}
+
+// acquire waits until one more frame of n bytes fits, or done closes.
+func (f *inFlight) acquire(done <-chan struct{}, n int) bool {
+	for {
+		f.mu.Lock()
+		if f.frames < maxStreamInFlight && (f.frames == 0 || f.bytes+n <= maxStreamInFlightBytes) {
+			f.frames++
+			f.bytes += n
+			f.mu.Unlock()
+			return true
+		}
+		f.mu.Unlock()
+		select {
+		case <-f.freed:
+		case <-done:
+			return false
+		}
+	}
+}
+
+// release returns a frame of n bytes.
+func (f *inFlight) release(n int) {
+	f.mu.Lock()
+	f.frames--
+	f.bytes -= n
+	f.mu.Unlock()
+	select {
+	case f.freed <- struct{}{}:
+	default:
+	}
 }
 
 // close ends the stream: the reader stops, proposals in flight lose their
@@ -161,37 +206,37 @@ func (st *kvStream) serve(br *bufio.Reader) {
 				"bytes", n, "limit", maxStreamFrame)
 			return
 		}
+		if n < streamHeaderBytes { // not even an id to answer
+			st.s.log.Warn("KV stream closed: frame shorter than a request header", "remote", st.conn.RemoteAddr().String(), "bytes", n)
+			return
+		}
+		if !st.flight.acquire(st.ctx.Done(), int(n)) {
+			return
+		}
 		if int(n) > br.Buffered() {
 			_ = st.conn.SetReadDeadline(time.Now().Add(body))
 		}
 		frame := make([]byte, n)
 		if _, err := io.ReadFull(br, frame); err != nil {
+			st.flight.release(int(n))
 			st.s.log.Debug("KV stream ended inside a frame", "remote", st.conn.RemoteAddr().String(), "err", err)
-			return
-		}
-		if n < streamHeaderBytes { // not even an id to answer
-			st.s.log.Warn("KV stream closed: frame shorter than a request header", "remote", st.conn.RemoteAddr().String(), "bytes", n)
 			return
 		}
 		req, err := decodeStreamReq(frame)
 		if err != nil {
 			st.answerError(req.ID, streamOpName(req.Op), time.Now(), err)
+			st.flight.release(int(n))
 			continue
 		}
-		select {
-		case st.slots <- struct{}{}:
-		case <-st.ctx.Done():
-			return
-		}
 		st.wg.Add(1)
-		go st.do(req)
+		go st.do(req, int(n))
 	}
 }
 
-// do serves one request frame.
-func (st *kvStream) do(req streamReq) {
+// do serves one request frame of n bytes.
+func (st *kvStream) do(req streamReq, n int) {
 	defer func() {
-		<-st.slots
+		st.flight.release(n)
 		st.wg.Done()
 	}()
 	start := time.Now()
@@ -237,7 +282,7 @@ func (s *Server) streamOp(ctx context.Context, r *http.Request, req streamReq) (
 		}
 		return appendInts(make([]byte, 0, 8), res.Revision), nil
 	case streamDelete:
-		res, err := s.propose(ctx, &metadata.Command{Op: metadata.OpDelete, Key: req.Key}, kvError)
+		res, err := s.deleteKey(ctx, req.Key)
 		if err != nil {
 			return nil, err
 		}
@@ -249,9 +294,9 @@ func (s *Server) streamOp(ctx context.Context, r *http.Request, req streamReq) (
 		}
 	}
 	st := s.store.State()
-	kv, ok := st.Get(req.Key)
-	if !ok {
-		return nil, notFound("not_found", "key %q not found", req.Key)
+	kv, err := getKey(st, req.Key)
+	if err != nil {
+		return nil, err
 	}
 	out := appendInts(make([]byte, 0, 32+len(kv.Value)), st.Revision(), kv.CreateRevision, kv.ModRevision, kv.Version)
 	return append(out, kv.Value...), nil
@@ -287,6 +332,14 @@ func (st *kvStream) answer(id uint32, op string, start time.Time, status int, bo
 	}
 	st.out = appendStreamAnswer(st.out, id, status, hint, body)
 	if st.writing {
+		if len(st.out) > maxStreamPending { // the client is not reading its answers
+			st.broken = true
+			st.out = nil
+			st.mu.Unlock()
+			st.s.log.Warn("KV stream closed: answers not read", "remote", st.conn.RemoteAddr().String(), "pending_limit", maxStreamPending)
+			st.close()
+			return
+		}
 		st.mu.Unlock()
 		return
 	}

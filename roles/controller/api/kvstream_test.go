@@ -2,6 +2,7 @@ package api
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/corral-dev/corral/metadata"
 )
 
 // testStream is a raw KV stream client: frames are built by hand here, so
@@ -264,4 +267,51 @@ func TestKVStream_FollowerNamesTheLeaderAndShutdownEndsStreams(t *testing.T) {
 	require.NoError(t, f.srv.Shutdown(ctx))
 	_, err := s.read()
 	require.Error(t, err, "Shutdown closes open streams")
+}
+
+// A stream holds at most maxStreamInFlightBytes of frames being served:
+// the next frame waits for one to be answered.
+func TestKVStream_InFlightBytesAreBounded(t *testing.T) {
+	t.Parallel()
+	f := inFlight{freed: make(chan struct{}, 1)}
+	done := make(chan struct{})
+	require.True(t, f.acquire(done, maxStreamInFlightBytes-10))
+	got := make(chan bool, 1)
+	go func() { got <- f.acquire(done, 100) }()
+	select {
+	case <-got:
+		t.Fatal("a frame past the byte bound was let in")
+	default:
+	}
+	f.release(maxStreamInFlightBytes - 10)
+	require.True(t, <-got)
+	require.True(t, f.acquire(done, 100), "small frames fit beside each other")
+	close(done)
+	require.True(t, f.acquire(done, 1), "under both bounds nothing waits")
+	require.False(t, f.acquire(done, maxStreamInFlightBytes), "past the bound, a closed stream stops waiting")
+}
+
+// A client that sends gets and never reads the answers loses its stream
+// once maxStreamPending bytes of answers wait, rather than the server
+// holding them until the write times out.
+func TestKVStream_UnreadAnswersEndTheStream(t *testing.T) {
+	t.Parallel()
+	fx := newFixture(t)
+	_, err := fx.store.Propose(context.Background(), &metadata.Command{Op: metadata.OpPut, Key: "big", Value: make([]byte, MaxValueBytes)})
+	require.NoError(t, err)
+	server, client := net.Pipe() // unbuffered: a write blocks until the client reads, which it never does
+	defer client.Close()
+	var in []byte
+	for i := range 2 * maxStreamPending / MaxValueBytes {
+		in = append(in, streamFrame(uint32(i+1), streamGet, streamSerializable, "big")...)
+	}
+	req := httptest.NewRequest("GET", "/v1/kvstream", nil)
+	req.Pattern = "GET /v1/kvstream"
+	st := fx.srv.newKVStream(server, req)
+	go st.serve(bufio.NewReader(bytes.NewReader(in)))
+	require.Eventually(t, func() bool {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		return st.broken
+	}, streamWriteTimeout/2, 10*time.Millisecond, "the stream kept unread answers")
 }

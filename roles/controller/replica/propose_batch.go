@@ -81,6 +81,10 @@ func (c *Replica) submit(ctx context.Context, id uint64, data []byte) {
 func (c *Replica) proposeLoop(bp batchProposer) {
 	base, cancelAll := context.WithCancel(context.Background())
 	defer cancelAll()
+	go func() { // a batch waiting for raft gives up when the replica stops
+		<-c.stopc
+		cancelAll()
+	}()
 	var spare []queuedProposal
 	data := make([][]byte, 0, maxBatchEntries)
 	for {
