@@ -53,9 +53,21 @@ func connect(t testing.TB, addrs ...string) (*gozk.Conn, <-chan gozk.Event) {
 	t.Helper()
 	c, ev, err := gozk.Connect(addrs, 4*time.Second, gozk.WithLogger(nopLogger{}), gozk.WithLogInfo(false))
 	require.NoError(t, err)
-	t.Cleanup(c.Close)
+	t.Cleanup(func() { closeClient(t, c) })
 	waitState(t, ev, gozk.StateHasSession)
 	return c, ev
+}
+
+// closeClient closes c and waits until its connection goroutines are
+// done: go-zookeeper's Close returns before they are, and one left reading
+// a reply would run into the next test's time (a race there was reported
+// against a later test). The state turns Disconnected after its send and
+// receive loops have both returned, through an atomic store, so the wait
+// also orders everything they did before whatever the test does next.
+func closeClient(t testing.TB, c *gozk.Conn) {
+	c.Close()
+	require.Eventually(t, func() bool { return c.State() == gozk.StateDisconnected }, 10*time.Second, time.Millisecond,
+		"the go-zookeeper client did not stop within 10s")
 }
 
 func waitState(t testing.TB, ev <-chan gozk.Event, want gozk.State) {
