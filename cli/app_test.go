@@ -138,6 +138,7 @@ func TestUsageErrors(t *testing.T) {
 		{"run bad log level", validRun(map[string]string{"log-level": "loud"}), "bad --log-level"},
 		{"run bad log format", validRun(map[string]string{"log-format": "xml"}), "bad --log-format"},
 		{"run zero snapshots", validRun(map[string]string{"snapshot-every": "0"}), "--snapshot-every must be positive"},
+		{"run negative gc headroom", validRun(map[string]string{"gc-headroom-bytes": "-1"}), "--gc-headroom-bytes must be 0 (off) or a positive number of bytes"},
 		{"run zero tick", validRun(map[string]string{"tick-interval": "0s"}), "--tick-interval must be positive"},
 		{"run zero request timeout", validRun(map[string]string{"request-timeout": "0s"}), "--request-timeout must be positive"},
 		{"run bad metrics addr", validRun(map[string]string{"metrics-addr": "9090"}), `bad --metrics-addr "9090"`},

@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/corral-dev/corral/roles"
+	"github.com/corral-dev/corral/roles/gcpace"
 )
 
 func runCommand() *cli.Command {
@@ -69,6 +70,8 @@ func runCommand() *cli.Command {
 				Usage: "serve Go runtime profiles under /debug/pprof/ on the API (behind the token)"},
 			&cli.Uint64Flag{Name: "snapshot-every", Value: 10000, EnvVars: envVars("snapshot-every"),
 				Usage: "applied entries before a state-machine snapshot (plus a random delay of up to half; a large state also waits for the log to hold half its size, up to 10x this; docs/OPERATIONS.md \"Snapshots\")"},
+			&cli.Int64Flag{Name: "gc-headroom-bytes", Value: gcpace.DefaultHeadroom, EnvVars: envVars("gc-headroom-bytes"),
+				Usage: "garbage the Go heap may hold above its live data before a collection: GOGC is lowered (down to 25) once the state is larger than this, so resident memory stays near the state's size; 0 leaves the runtime's pacing alone, and a GOGC environment variable overrides it (docs/OPERATIONS.md \"Memory\")"},
 			&cli.Int64Flag{Name: "quota-bytes", Value: 2 << 30, EnvVars: envVars("quota-bytes"),
 				Usage: "storage quota in bytes (as etcd's --quota-backend-bytes): past it, writes that add data get 507 no_space; reads and deletes work (docs/OPERATIONS.md)"},
 			&cli.IntFlag{Name: "max-leases", Value: 100000, EnvVars: envVars("max-leases"),
@@ -225,8 +228,15 @@ func runAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	headroom := c.Int64("gc-headroom-bytes")
+	if headroom < 0 {
+		return errors.New("--gc-headroom-bytes must be 0 (off) or a positive number of bytes, e.g. 134217728 (128 MiB)")
+	}
 	ctx, stop := signalContext(c.Context)
 	defer stop()
+	if headroom > 0 && gcpace.Wanted(os.Getenv) {
+		go gcpace.Run(ctx, gcpace.Config{Headroom: uint64(headroom), Logger: cfg.Logger})
+	}
 	reload, stopHangups := hangupReloads()
 	defer stopHangups()
 	if c.String("role") == "combined" {
