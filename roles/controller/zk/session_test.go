@@ -224,6 +224,11 @@ func TestStrandedSessionsMove(t *testing.T) {
 	s := startServer(t, b, Config{})
 	c, ev := connect(t, s.Addr().String())
 	sid := c.SessionID()
+	// The client has its session once it reads the handshake's answer; the
+	// server binds the session (and notes it refreshed, at the fake clock's
+	// now) just after writing it. Wait for that, or the clock moved below
+	// could date the binding a second later (seen under load).
+	require.Eventually(t, func() bool { _, ok := s.keep.lastOK(sid); return ok }, 10*time.Second, time.Millisecond)
 	noLeader := errors.New("no leader")
 	b.proposeErr.Store(&noLeader)
 
