@@ -852,6 +852,7 @@ func TestSecurity(t *testing.T) {
 				if len(added) > 0 {
 					t.Errorf("%s: container %s adds capabilities %v; a controller needs none", w.where, c.Name, added)
 				}
+				checkGoMemLimit(t, w.where, c)
 			}
 			if _, ok := c.Resources.Limits[corev1.ResourceMemory]; !ok {
 				t.Errorf("%s: container %s has no memory limit", w.where, c.Name)
@@ -949,5 +950,35 @@ func TestNamesAreValid(t *testing.T) {
 				check(w.where, "env name", e.Name, validation.IsEnvVarName(e.Name))
 			}
 		}
+	}
+}
+
+// checkGoMemLimit: a controller holds its state in the Go heap; its
+// GOMEMLIMIT must sit under the container's memory limit (80-95 % of it),
+// so the collector works harder before the OOM killer acts
+// (docs/OPERATIONS.md, "Memory"). Raising one without the other fails.
+func checkGoMemLimit(t *testing.T, where string, c corev1.Container) {
+	t.Helper()
+	limit, ok := c.Resources.Limits[corev1.ResourceMemory]
+	if !ok {
+		return // reported above
+	}
+	i := slices.IndexFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "GOMEMLIMIT" })
+	if i < 0 {
+		t.Errorf("%s: controller container %s has no GOMEMLIMIT (set it to about 90%% of its memory limit)", where, c.Name)
+		return
+	}
+	v := c.Env[i].Value
+	units := map[string]int64{"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "B": 1, "": 1}
+	num := strings.TrimRight(v, "KMGiB")
+	mult, known := units[strings.TrimPrefix(v, num)]
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || !known {
+		t.Errorf("%s: container %s: GOMEMLIMIT %q is not a byte count like 3686MiB", where, c.Name, v)
+		return
+	}
+	got, max := n*mult, limit.Value()
+	if got < max*80/100 || got > max*95/100 {
+		t.Errorf("%s: container %s: GOMEMLIMIT %s is %.0f%% of the memory limit %s; keep it at 80-95%%", where, c.Name, v, 100*float64(got)/float64(max), limit.String())
 	}
 }
