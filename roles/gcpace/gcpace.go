@@ -96,6 +96,7 @@ func Run(ctx context.Context, cfg Config) {
 		defer t.Stop()
 		tick = t.C
 	}
+	// SetGCPercent is also the only way to read GOGC: set, then put back.
 	current := cfg.SetPercent(cfg.MaxPercent)
 	original := current
 	cfg.SetPercent(current)
