@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -65,25 +64,10 @@ func TestKVStream_GoClientOverThreeControllers(t *testing.T) {
 	require.ErrorIs(t, err, client.ErrNotFound)
 
 	// 32 goroutines share the client's streams.
-	var wg sync.WaitGroup
-	errs := make(chan error, 32)
-	for g := range 32 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range 20 {
-				if _, err := cl.Put(ctx, fmt.Sprintf("many/%d/%d", g, i), []byte("v")); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
-	}
+	putConcurrently(t, 32, 20, func(g, i int) error {
+		_, err := cl.Put(ctx, fmt.Sprintf("many/%d/%d", g, i), []byte("v"))
+		return err
+	})
 	kvs, _, err := cl.List(ctx, "many/")
 	require.NoError(t, err)
 	require.Len(t, kvs, 640)

@@ -31,25 +31,10 @@ func TestProposalsReachRaftInBatches(t *testing.T) {
 		}
 		return false // count, never hold
 	})
-	var wg sync.WaitGroup
-	errs := make(chan error, 64)
-	for g := range 64 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range 10 {
-				if _, err := mc.put(lead, fmt.Sprintf("b/%d/%d", g, i), "v"); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
-	}
+	putConcurrently(t, 64, 10, func(g, i int) error {
+		_, err := mc.put(lead, fmt.Sprintf("b/%d/%d", g, i), "v")
+		return err
+	})
 	require.GreaterOrEqual(t, ents.Load(), int64(640))
 	require.Less(t, apps.Load(), ents.Load()*3/4, "%d MsgApps for %d entries: proposals went one by one", apps.Load(), ents.Load())
 	t.Logf("%d MsgApps with entries carried %d entries", apps.Load(), ents.Load())
@@ -95,4 +80,30 @@ func TestRefusedBatchIsAnsweredAtOnce(t *testing.T) {
 	require.NotZero(t, dropped.Load(), "no proposal was dropped during the transfer")
 	mc.net.ReleaseHeld()
 	mc.net.Hold(func(uint64, *pb.Message) bool { return false })
+}
+
+// putConcurrently runs put(g, i) for i < each in each of goroutines
+// goroutines (a goroutine stops at its first error) and fails t on any
+// error.
+func putConcurrently(t *testing.T, goroutines, each int, put func(g, i int) error) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, goroutines)
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				if err := put(g, i); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
 }

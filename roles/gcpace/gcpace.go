@@ -96,10 +96,9 @@ func Run(ctx context.Context, cfg Config) {
 		defer t.Stop()
 		tick = t.C
 	}
-	// SetGCPercent is also the only way to read GOGC: set, then put back.
-	current := cfg.SetPercent(cfg.MaxPercent)
-	original := current
-	cfg.SetPercent(current)
+	// Start from the small-heap value; the first period below moves it.
+	original := cfg.SetPercent(cfg.MaxPercent)
+	current := cfg.MaxPercent
 	defer func() { cfg.SetPercent(original) }()
 	for {
 		live := cfg.Live()
