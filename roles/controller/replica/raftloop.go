@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"go.etcd.io/raft/v3"
@@ -14,11 +15,16 @@ import (
 	"github.com/corral-dev/corral/raftlog"
 )
 
-// run owns the raft node. The order inside handleReady is the contract from
-// the raft docs: persist, send, apply, advance.
+// run owns the raft node, with two helpers (storage_loops.go): the append
+// loop writes the log, the apply loop applies what is committed. The raft
+// loop itself never waits for the disk. done closes when all three ended.
 func (c *Replica) run() {
 	defer close(c.done)
 	defer c.snapWG.Wait() // a snapshot being written uses the store, closed after done
+	var loops sync.WaitGroup
+	defer loops.Wait()
+	loops.Go(func() { c.failOn(c.appendLoop()) })
+	loops.Go(func() { c.failOn(c.applyLoop()) })
 	ticker := time.NewTicker(c.cfg.TickInterval)
 	defer ticker.Stop()
 	for {
@@ -26,31 +32,41 @@ func (c *Replica) run() {
 		case <-ticker.C:
 			c.node.Tick()
 		case rd := <-c.node.Ready():
-			if err := c.handleReady(rd); err != nil {
-				c.stopOn(err)
-				return
-			}
-		case r := <-c.snapDone:
-			if err := c.snapshotDone(r); err != nil {
-				c.stopOn(err)
-				return
-			}
-		case <-c.stopc:
+			c.handleReady(rd)
+		case <-c.halt:
 			return
 		}
 	}
 }
 
-// stopOn reports the error that stops the raft loop (Failed).
-func (c *Replica) stopOn(err error) {
+// failOn stops the three loops on err, reported as Failed.
+func (c *Replica) failOn(err error) {
+	if err == nil {
+		return
+	}
 	c.log.Error("raft loop stopped", "err", err)
 	select {
 	case c.failed <- err:
 	default:
 	}
+	c.haltLoops()
 }
 
-func (c *Replica) handleReady(rd raft.Ready) error {
+// haltLoops ends the raft, append and apply loops (once).
+func (c *Replica) haltLoops() {
+	c.haltOnce.Do(func() {
+		c.cancel()
+		close(c.halt)
+	})
+}
+
+// handleReady publishes what raft decided and routes its messages: the
+// local writes to the append loop, committed entries to the apply loop,
+// the rest to the network at once. With asynchronous storage writes raft
+// puts every message that must wait for a write (a follower's
+// acknowledgement, a vote) in that write's responses, so what remains may
+// go out now, for a follower as for a leader. There is no Advance.
+func (c *Replica) handleReady(rd raft.Ready) {
 	// Term first: leadership hooks read it.
 	if rd.HardState != nil && !raft.IsEmptyHardState(rd.HardState) {
 		c.term.Store(rd.HardState.GetTerm())
@@ -61,44 +77,24 @@ func (c *Replica) handleReady(rd raft.Ready) error {
 	if rd.SoftState != nil {
 		c.updateSoftState(rd.SoftState)
 	}
-	// A leader may send its appends while it writes them itself (raft
-	// thesis 10.2.1): followers only count an entry once they persisted it.
-	leader := c.isLeader.Load()
 	if n := len(rd.Entries); n > 0 {
 		c.readyLast.Store(rd.Entries[n-1].GetIndex()) // before anyone can acknowledge them (validate.go)
 	}
-	if leader {
-		c.send(rd.Messages)
-	}
-	hasSnap := !raft.IsEmptySnap(rd.Snapshot)
-	if h := c.cfg.Hooks.BeforePersist; h != nil && len(rd.Entries) > 0 {
-		h(rd.Entries[len(rd.Entries)-1].GetIndex())
-	}
-	if err := c.store.Save(rd.HardState, rd.Entries, rd.Snapshot, rd.MustSync || hasSnap); err != nil {
-		return fmt.Errorf("persist raft ready: %w", err)
-	}
-	if hasSnap {
-		if err := c.installSnapshot(rd.Snapshot); err != nil {
-			return err
+	out := make([]*pb.Message, 0, len(rd.Messages))
+	for _, m := range rd.Messages {
+		switch m.GetTo() {
+		case raft.LocalAppendThread:
+			c.appendQ.push(m)
+		case raft.LocalApplyThread:
+			c.applyQ.push(applyItem{msg: m})
+		default:
+			out = append(out, m)
 		}
 	}
-	if !leader {
-		c.send(rd.Messages)
-	}
+	c.send(out)
 	for _, rs := range rd.ReadStates {
 		c.reads.deliver(rs)
 	}
-	// Committed entries could be applied before the write above (they are
-	// on a majority's disks already), as etcd applies beside its WAL
-	// write. Measured here, A/B in one run, it changed nothing
-	// (docs/PERFORMANCE.md, "Clients on the leader"), so the loop keeps
-	// the documented order.
-	if err := c.applyEntries(rd.CommittedEntries); err != nil {
-		return err
-	}
-	c.maybeSnapshot()
-	c.node.Advance()
-	return nil
 }
 
 func (c *Replica) updateSoftState(ss *raft.SoftState) {

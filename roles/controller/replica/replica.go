@@ -62,9 +62,10 @@ type Config struct {
 	Hooks    Hooks
 }
 
-// Hooks tell the rest of the controller what the raft loop did. They run
-// on the raft loop, in the order raft produced the events, and must not
-// block.
+// Hooks tell the rest of the controller what the replica did. They must
+// not block. LeadershipChanged runs on the raft loop, BeforePersist on the
+// append loop, the others on the apply loop (storage_loops.go), each in the
+// order raft produced the events.
 type Hooks struct {
 	// Applied receives the watch events of each applied entry.
 	Applied func(events []metadata.Event)
@@ -83,8 +84,8 @@ type Hooks struct {
 	// BeforeApply, when set, runs before every batch of committed entries
 	// is applied (tests block it to stand for a slow apply path).
 	BeforeApply func()
-	// BeforePersist, when set, runs on the raft loop before a Ready with
-	// new entries is written, with the last of them. Tests block it to see
+	// BeforePersist, when set, runs on the append loop before a write of
+	// new entries, with the last of them. Tests block it to see
 	// what a controller answers while its disk has not synced yet.
 	BeforePersist func(lastEntry uint64)
 	// SnapshotWriting, when set, runs in the snapshot goroutine before it
@@ -123,12 +124,13 @@ type Replica struct {
 	drops     dropLog
 	confMu    sync.RWMutex
 	confState *pb.ConfState
-	snapIndex uint64 // loop-owned: index of the latest local snapshot
-	snapBusy  bool   // loop-owned: a snapshot is being written (snapshot.go)
-	snapBytes uint64 // loop-owned: size of the latest snapshot
-	logBytes  uint64 // loop-owned: entry data applied since the latest snapshot began
+	// The apply loop (storage_loops.go) owns the snapshot bookkeeping.
+	snapIndex uint64 // index of the latest local snapshot
+	snapBusy  bool   // a snapshot is being written (snapshot.go)
+	snapBytes uint64 // size of the latest snapshot
+	logBytes  uint64 // entry data applied since the latest snapshot began
 	// snapJitter is this member's random delay before its next snapshot
-	// (loop-owned; snapshot.go).
+	// (snapshot.go).
 	snapJitter uint64
 	snapDone   chan snapResult
 	snapWG     sync.WaitGroup
@@ -139,7 +141,14 @@ type Replica struct {
 	props    proposalQueue    // proposals waiting for proposeLoop (propose_batch.go)
 	batcher  batchProposer    // c.node, with our raft copy's ProposeBatch
 
+	appendQ *fifo[*pb.Message] // raft loop -> append loop (storage_loops.go)
+	applyQ  *fifo[applyItem]   // raft and append loops -> apply loop
+
 	stopc    chan struct{}
+	halt     chan struct{} // closed to end the raft, append and apply loops
+	haltOnce sync.Once
+	ctx      context.Context // cancelled with halt: local steps into raft
+	cancel   context.CancelFunc
 	done     chan struct{}
 	failed   chan error
 	stopOnce sync.Once
@@ -158,11 +167,15 @@ func Open(cfg Config) (*Replica, error) {
 		log:      cfg.Logger,
 		reg:      cfg.Registry,
 		stopc:    make(chan struct{}),
+		halt:     make(chan struct{}),
+		appendQ:  newFIFO[*pb.Message](),
+		applyQ:   newFIFO[applyItem](),
 		done:     make(chan struct{}),
 		failed:   make(chan error, 1),
 		snapDone: make(chan snapResult, 1),
 		fwdProps: make(chan *pb.Message, forwardedProposalQueue),
 	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.clusterID.Store("")
 	c.snapJitter = newSnapJitter(cfg.SnapshotEvery) // members apart from the first snapshot on
 	c.met = newControllerMetrics(c.reg)
@@ -248,6 +261,7 @@ func (c *Replica) Abort() {
 func (c *Replica) Stop() {
 	c.stopOnce.Do(func() {
 		close(c.stopc)
+		c.haltLoops()
 		<-c.done
 	})
 }
@@ -397,6 +411,7 @@ func (c *Replica) startRaft() error {
 		MaxSizePerMsg: 1 << 20, MaxInflightMsgs: 256, MaxUncommittedEntriesSize: 1 << 30,
 		CheckQuorum: true, PreVote: true, ReadOnlyOption: raft.ReadOnlySafe,
 		StepDownOnRemoval: true, Logger: newRaftLogger(c.log),
+		AsyncStorageWrites: true, // storage_loops.go
 	}
 	empty, err := c.store.IsEmpty()
 	if err != nil {

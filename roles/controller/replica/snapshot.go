@@ -14,12 +14,12 @@ import (
 	"github.com/corral-dev/corral/metadata"
 )
 
-// Snapshots are written off the raft loop. Encoding a large state took
+// Snapshots are written off the apply loop. Encoding a large state took
 // longer than an election timeout (60,000 znodes: up to a second under
 // load), and a leader that stops ticking and sending for that long is
-// deposed. The loop only takes a cut (a copy-on-write copy of the state
-// at the applied index, with the ConfState of that index), and one
-// goroutine encodes it, saves it synced and compacts the log, as etcd's
+// deposed; applying must not stop for it either. The apply loop only
+// takes a cut (a copy-on-write copy of the state at the applied index,
+// with the ConfState of that index), and one goroutine encodes it, saves it synced and compacts the log, as etcd's
 // apply loop hands its snapshot to a goroutine.
 
 // snapResult is what a background snapshot reports to the loop.
@@ -59,7 +59,7 @@ func newSnapJitter(every uint64) uint64 { return rand.Uint64N(every/2 + 1) }
 // being written. Each member adds its own random delay of up to half of
 // SnapshotEvery, as ZooKeeper does, so that the members of a cluster do
 // not all spend their CPU and disk on a snapshot at the same moment. It
-// runs on the loop.
+// runs on the apply loop.
 func (c *Replica) maybeSnapshot() {
 	if c.snapBusy {
 		return
@@ -114,7 +114,7 @@ func (c *Replica) writeSnapshot(cut *metadata.SnapshotCut, cs *pb.ConfState, sta
 	return snapResult{index: idx, bytes: int(size), took: time.Since(start)}
 }
 
-// snapshotDone records a finished snapshot on the loop. A store error
+// snapshotDone records a finished snapshot on the apply loop. A store error
 // stops the loop, as a failed Save does.
 func (c *Replica) snapshotDone(r snapResult) error {
 	c.snapBusy = false

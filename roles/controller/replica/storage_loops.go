@@ -1,0 +1,225 @@
+package replica
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+)
+
+// Raft runs with asynchronous storage writes (raft's AsyncStorageWrites):
+// the raft loop hands each Ready's log write to the append loop and its
+// committed entries to the apply loop, and goes on at once. With the
+// write inside the loop, a put waited for up to three fsyncs it did not
+// need: the one in progress when its proposal arrived, the follower's
+// current one before its own, and the leader's write of newer entries
+// before the apply that answers it (docs/PERFORMANCE.md, "Asynchronous
+// storage writes"). Now an acknowledgement is stepped into raft the moment
+// its write is synced, and entries are applied while the next write runs.
+//
+// Nothing is acknowledged earlier than before. raft attaches every message
+// that depends on a write (a follower's MsgAppResp, a vote, the leader's
+// own acknowledgement) to the MsgStorageAppend as a response, delivered
+// here only after the write is synced; and with asynchronous writes raft
+// hands out committed entries only once they are in the local log.
+
+// fifo is an unbounded queue between the raft loop, which must never wait
+// for the disk, and one consumer. raft bounds what it hands out (in-flight
+// appends, uncommitted bytes, bytes being applied), so the queue does not
+// grow without limit.
+type fifo[T any] struct {
+	mu    sync.Mutex
+	items []T
+	ready chan struct{} // holds a token while items is not empty
+}
+
+func newFIFO[T any]() *fifo[T] { return &fifo[T]{ready: make(chan struct{}, 1)} }
+
+func (q *fifo[T]) push(v T) {
+	q.mu.Lock()
+	q.items = append(q.items, v)
+	q.mu.Unlock()
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+}
+
+// take returns everything queued, oldest first.
+func (q *fifo[T]) take() []T {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	items := q.items
+	q.items = nil
+	return items
+}
+
+// applyItem is one step of the apply loop: the committed entries of a
+// MsgStorageApply, or a snapshot from the leader to install in their place.
+type applyItem struct {
+	msg  *pb.Message
+	snap *pb.Snapshot
+}
+
+// appendLoop writes raft's MsgStorageAppends in order. Everything queued
+// while a write was syncing goes into the next batch together, with one
+// fsync: a group commit. Only then are their responses delivered.
+func (c *Replica) appendLoop() error {
+	hs, _, err := c.store.InitialState()
+	if err != nil {
+		return fmt.Errorf("read raft state: %w", err)
+	}
+	saved := &pb.HardState{}
+	if hs != nil {
+		saved.Term, saved.Vote, saved.Commit = hs.Term, hs.Vote, hs.Commit
+	}
+	for {
+		select {
+		case <-c.appendQ.ready:
+		case <-c.halt:
+			return nil
+		}
+		msgs := c.appendQ.take()
+		for len(msgs) > 0 {
+			n := appendGroup(msgs)
+			if err := c.persist(msgs[:n], saved); err != nil {
+				return err
+			}
+			msgs = msgs[n:]
+		}
+	}
+}
+
+// appendGroup is how many leading messages of msgs one batch writes: a
+// message carrying a snapshot is written alone, since its install
+// replaces the state machine.
+func appendGroup(msgs []*pb.Message) int {
+	if msgs[0].GetSnapshot() != nil {
+		return 1
+	}
+	n := 1
+	for n < len(msgs) && msgs[n].GetSnapshot() == nil {
+		n++
+	}
+	return n
+}
+
+// persist writes one group of MsgStorageAppends and delivers their
+// responses. saved is the HardState last written, updated in place.
+func (c *Replica) persist(group []*pb.Message, saved *pb.HardState) error {
+	hs, ents := mergeAppends(group)
+	snap := group[0].GetSnapshot()
+	// fsync for new entries, a new term or vote, or a snapshot; a HardState
+	// that only moves the commit index need not be synced (raft.MustSync).
+	sync := len(ents) > 0 || snap != nil
+	if hs != nil {
+		sync = sync || hs.GetTerm() != saved.GetTerm() || hs.GetVote() != saved.GetVote()
+	}
+	if h := c.cfg.Hooks.BeforePersist; h != nil && len(ents) > 0 {
+		h(ents[len(ents)-1].GetIndex())
+	}
+	if err := c.store.Save(hs, ents, snap, sync); err != nil {
+		return fmt.Errorf("persist raft log: %w", err)
+	}
+	if hs != nil {
+		saved.Term, saved.Vote, saved.Commit = hs.Term, hs.Vote, hs.Commit
+	}
+	if snap != nil {
+		// Before the responses: raft hands out the entries after the
+		// snapshot only once it hears the snapshot is stored, so they
+		// queue behind its install.
+		c.applyQ.push(applyItem{snap: snap})
+	}
+	for _, m := range group {
+		c.deliver(m.GetResponses())
+	}
+	return nil
+}
+
+// mergeAppends folds consecutive MsgStorageAppends into one write: the
+// latest HardState, and the entries as raft's log would hold them (a
+// later message's entries replace any earlier ones from their first
+// index on, as Storage.Save would).
+func mergeAppends(msgs []*pb.Message) (*pb.HardState, []*pb.Entry) {
+	var hs *pb.HardState
+	var ents []*pb.Entry
+	for _, m := range msgs {
+		if m.Term != nil || m.Vote != nil || m.Commit != nil {
+			hs = &pb.HardState{Term: m.Term, Vote: m.Vote, Commit: m.Commit}
+		}
+		es := m.GetEntries()
+		if len(es) == 0 {
+			continue
+		}
+		if len(ents) == 0 {
+			ents = es
+			continue
+		}
+		first := es[0].GetIndex()
+		if off := ents[0].GetIndex(); first <= off {
+			ents = es
+			continue
+		}
+		keep := min(first-ents[0].GetIndex(), uint64(len(ents)))
+		// A fresh slice: raft owns the ones it handed out.
+		merged := make([]*pb.Entry, 0, int(keep)+len(es))
+		ents = append(append(merged, ents[:keep]...), es...)
+	}
+	return hs, ents
+}
+
+// applyLoop applies committed entries and installs snapshots in the order
+// raft handed them out, and owns the local snapshots (snapshot.go).
+func (c *Replica) applyLoop() error {
+	for {
+		select {
+		case <-c.applyQ.ready:
+			for _, it := range c.applyQ.take() {
+				if err := c.applyOne(it); err != nil {
+					return err
+				}
+			}
+			c.maybeSnapshot()
+		case r := <-c.snapDone:
+			if err := c.snapshotDone(r); err != nil {
+				return err
+			}
+		case <-c.halt:
+			return nil
+		}
+	}
+}
+
+func (c *Replica) applyOne(it applyItem) error {
+	if it.snap != nil {
+		return c.installSnapshot(it.snap)
+	}
+	if err := c.applyEntries(it.msg.GetEntries()); err != nil {
+		return err
+	}
+	c.deliver(it.msg.GetResponses())
+	return nil
+}
+
+// deliver hands a local write's responses on once the write is done:
+// to raft when they are this node's (MsgStorageAppendResp,
+// MsgStorageApplyResp, a leader's own MsgAppResp), else to the peer.
+func (c *Replica) deliver(resps []*pb.Message) {
+	var remote []*pb.Message
+	for _, m := range resps {
+		if m.GetTo() != c.cfg.NodeID {
+			remote = append(remote, m)
+		}
+	}
+	c.send(remote) // first: a follower's acknowledgement is what the leader waits for
+	for _, m := range resps {
+		if m.GetTo() != c.cfg.NodeID {
+			continue
+		}
+		if err := c.node.Step(c.ctx, m); err != nil && !errors.Is(err, raft.ErrStopped) && c.ctx.Err() == nil {
+			c.log.Warn("raft refused a local storage response", "type", m.GetType().String(), "err", err)
+		}
+	}
+}
