@@ -142,16 +142,16 @@ type Config struct {
 	PeerHTTPListener transport.StreamListener
 	PeerHTTPDialer   transport.StreamDialer
 
-	// ApplyHook, when set, runs on the raft loop before every batch of
+	// ApplyHook, when set, runs on the apply loop before every batch of
 	// committed entries is applied. It exists for tests, which block it to
 	// stand for a slow apply path; production leaves it nil.
 	ApplyHook func()
-	// PersistHook, when set, runs on the raft loop before a batch of new
+	// PersistHook, when set, runs on the append loop before a batch of new
 	// entries is written, with the last one's index. Tests block it;
 	// production leaves it nil.
 	PersistHook func(lastEntry uint64)
 	// SnapshotHook, when set, runs where a snapshot is written, off the
-	// raft loop, before the encoding. Tests block it to show that the loop
+	// apply loop, before the encoding. Tests block it to show that the loop
 	// goes on meanwhile; production leaves it nil.
 	SnapshotHook func()
 }

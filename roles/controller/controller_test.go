@@ -158,8 +158,9 @@ func TestController_RestartKeepsState(t *testing.T) {
 	}
 }
 
-// A snapshot being written does not hold up the raft loop: with the
-// snapshot goroutine blocked, writes still commit, and the log is compacted
+// A snapshot being written holds up neither the raft loop nor the apply
+// loop: with the snapshot goroutine blocked, writes still commit and are
+// applied (each put waits for its apply), and the log is compacted
 // once it is released.
 func TestController_SnapshotOffTheRaftLoop(t *testing.T) {
 	release := make(chan struct{})

@@ -66,7 +66,7 @@ func newControllerMetrics(reg *prometheus.Registry) *controllerMetrics {
 			Name: "corral_raft_snapshot_size_bytes", Help: "Size of the latest state-machine snapshot."}),
 		snapshotDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "corral_raft_snapshot_duration_seconds",
-			Help:    "Time to take a state-machine snapshot: stage cut is the copy the raft loop waits for, write the encoding and synced save behind it.",
+			Help:    "Time to take a state-machine snapshot: stage cut is the copy the apply loop waits for, write the encoding and synced save behind it.",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18)}, []string{"stage"}),
 		voters: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "corral_raft_voters", Help: "Voting controllers in the current configuration."}),

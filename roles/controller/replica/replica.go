@@ -94,8 +94,9 @@ type Hooks struct {
 }
 
 // Replica is one member of the metadata quorum. One goroutine (run) owns
-// the raft node; everything else talks to it through proposals, ReadIndex
-// requests and atomically published state.
+// the raft node, with an append loop and an apply loop beside it
+// (storage_loops.go); everything else talks to it through proposals,
+// ReadIndex requests and atomically published state.
 type Replica struct {
 	cfg   Config
 	log   *slog.Logger
@@ -256,7 +257,7 @@ func (c *Replica) Abort() {
 	_ = c.store.Close()
 }
 
-// Stop ends the raft loop: no hook runs after it returns. Proposals and
+// Stop ends the raft, append and apply loops: no hook runs after it returns. Proposals and
 // reads in flight fail with ErrStopped.
 func (c *Replica) Stop() {
 	c.stopOnce.Do(func() {

@@ -36,7 +36,7 @@ func (c *Replica) deniedCert(cert *x509.Certificate, id transport.Identity) erro
 
 // revocationsChanged ends the open connections of certificates the
 // deny-list now refuses (new handshakes are refused already). It runs off
-// the raft loop: closing connections must not delay apply.
+// the apply loop: closing connections must not delay apply.
 func (c *Replica) revocationsChanged() {
 	if q, ok := c.tr.(*transport.QUIC); ok {
 		go q.CloseDenied()
