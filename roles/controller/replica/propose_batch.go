@@ -3,7 +3,6 @@ package replica
 import (
 	"context"
 	"errors"
-	"sync"
 
 	"go.etcd.io/raft/v3"
 
@@ -42,34 +41,6 @@ type queuedProposal struct {
 	ctx  context.Context
 }
 
-// proposalQueue is where callers leave their proposals.
-type proposalQueue struct {
-	mu   sync.Mutex
-	q    []queuedProposal
-	wake chan struct{} // one pending wake-up is enough
-}
-
-func (pq *proposalQueue) init() { pq.wake = make(chan struct{}, 1) }
-
-func (pq *proposalQueue) push(p queuedProposal) {
-	pq.mu.Lock()
-	pq.q = append(pq.q, p)
-	pq.mu.Unlock()
-	select {
-	case pq.wake <- struct{}{}:
-	default:
-	}
-}
-
-// take returns every queued proposal, oldest first.
-func (pq *proposalQueue) take(spare []queuedProposal) []queuedProposal {
-	pq.mu.Lock()
-	q := pq.q
-	pq.q = spare[:0]
-	pq.mu.Unlock()
-	return q
-}
-
 // submit hands data (cmd id) to raft through the batching goroutine. A
 // refusal reaches the caller through its waiter (proposeLoop).
 func (c *Replica) submit(ctx context.Context, id uint64, data []byte) {
@@ -94,7 +65,7 @@ func (c *Replica) proposeLoop(bp batchProposer) {
 				c.waits.trigger(p.id, resultErr(ErrStopped))
 			}
 			return
-		case <-c.props.wake:
+		case <-c.props.ready:
 		}
 		all := c.props.take(spare)
 		batch := all

@@ -137,10 +137,10 @@ type Replica struct {
 	snapWG     sync.WaitGroup
 	joining    bool // empty data dir joining a running cluster via --join
 
-	leaders  leaderHistory    // leader changes of the last hour (dashboard)
-	fwdProps chan *pb.Message // proposals forwarded by followers (forward.go)
-	props    proposalQueue    // proposals waiting for proposeLoop (propose_batch.go)
-	batcher  batchProposer    // c.node, with our raft copy's ProposeBatch
+	leaders  leaderHistory         // leader changes of the last hour (dashboard)
+	fwdProps chan *pb.Message      // proposals forwarded by followers (forward.go)
+	props    *fifo[queuedProposal] // proposals waiting for proposeLoop (propose_batch.go)
+	batcher  batchProposer         // c.node, with our raft copy's ProposeBatch
 
 	appendQ *fifo[*pb.Message] // raft loop -> append loop (storage_loops.go)
 	applyQ  *fifo[applyItem]   // raft and append loops -> apply loop
@@ -171,6 +171,7 @@ func Open(cfg Config) (*Replica, error) {
 		halt:     make(chan struct{}),
 		appendQ:  newFIFO[*pb.Message](),
 		applyQ:   newFIFO[applyItem](),
+		props:    newFIFO[queuedProposal](),
 		done:     make(chan struct{}),
 		failed:   make(chan error, 1),
 		snapDone: make(chan snapResult, 1),
@@ -181,7 +182,6 @@ func Open(cfg Config) (*Replica, error) {
 	c.snapJitter = newSnapJitter(cfg.SnapshotEvery) // members apart from the first snapshot on
 	c.met = newControllerMetrics(c.reg)
 	c.waits.init()
-	c.props.init()
 	c.heard.init()
 	c.applied.init()
 	var seed [8]byte

@@ -25,10 +25,11 @@ import (
 // here only after the write is synced; and with asynchronous writes raft
 // hands out committed entries only once they are in the local log.
 
-// fifo is an unbounded queue between the raft loop, which must never wait
-// for the disk, and one consumer. raft bounds what it hands out (in-flight
-// appends, uncommitted bytes, bytes being applied), so the queue does not
-// grow without limit.
+// fifo is an unbounded queue with one consumer: between the raft loop,
+// which must never wait for the disk, and the append and apply loops
+// (raft bounds what it hands out: in-flight appends, uncommitted bytes,
+// bytes being applied), and between proposers and proposeLoop
+// (propose_batch.go), which never block.
 type fifo[T any] struct {
 	mu    sync.Mutex
 	items []T
@@ -47,12 +48,13 @@ func (q *fifo[T]) push(v T) {
 	}
 }
 
-// take returns everything queued, oldest first.
-func (q *fifo[T]) take() []T {
+// take returns everything queued, oldest first; the queue goes on in
+// spare (the slice a previous take returned, done with), or in a new one.
+func (q *fifo[T]) take(spare []T) []T {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	items := q.items
-	q.items = nil
+	q.items = spare[:0]
 	return items
 }
 
@@ -81,7 +83,7 @@ func (c *Replica) appendLoop() error {
 		case <-c.halt:
 			return nil
 		}
-		msgs := c.appendQ.take()
+		msgs := c.appendQ.take(nil)
 		for len(msgs) > 0 {
 			n := appendGroup(msgs)
 			if err := c.persist(msgs[:n], saved); err != nil {
@@ -176,7 +178,7 @@ func (c *Replica) applyLoop() error {
 	for {
 		select {
 		case <-c.applyQ.ready:
-			for _, it := range c.applyQ.take() {
+			for _, it := range c.applyQ.take(nil) {
 				if err := c.applyOne(it); err != nil {
 					return err
 				}

@@ -107,13 +107,13 @@ func TestFIFOKeepsOrderAndSignals(t *testing.T) {
 		q.push(i)
 	}
 	<-q.ready // one token for any number of pushes
-	got := q.take()
+	got := q.take(nil)
 	for i, v := range got {
 		if v != i {
 			t.Fatalf("take = %v, want 0..4 in order", got)
 		}
 	}
-	if len(got) != 5 || len(q.take()) != 0 {
+	if len(got) != 5 || len(q.take(nil)) != 0 {
 		t.Fatalf("take = %v, then more", got)
 	}
 }
