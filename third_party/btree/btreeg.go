@@ -240,17 +240,29 @@ func (tr *BTreeG[T]) nodeSplit(n *node[T]) (right *node[T], median T) {
 	i := tr.max / 2
 	median = n.items[i]
 
+	// CORRAL: the left half gets an array of its own length and the
+	// right half keeps the node's array, moved to its front. Upstream's
+	// halves shared the array, so a left half that never grows again
+	// (every one under ascending inserts: ids, sequence numbers) held a
+	// whole node's array for half a node of items, twice the memory per
+	// item of a full node. The right half, where ascending inserts go
+	// on, keeps the room to grow.
+	old := n.items
+	n.items = append([]T(nil), old[:i]...)
+	k := copy(old, old[i+1:])
+	for j := k; j < len(old); j++ { // no stale copies of the items stay reachable
+		old[j] = tr.empty
+	}
+
 	// right node
 	right = tr.newNode(n.leaf())
-	right.items = n.items[i+1:]
+	right.items = old[:k]
 	if !n.leaf() {
 		*right.children = (*n.children)[i+1:]
 	}
 	right.updateCount()
 
 	// left node
-	n.items[i] = tr.empty
-	n.items = n.items[:i:i]
 	if !n.leaf() {
 		*n.children = (*n.children)[: i+1 : i+1]
 	}
