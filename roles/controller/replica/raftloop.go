@@ -80,7 +80,7 @@ func (c *Replica) handleReady(rd raft.Ready) {
 	if n := len(rd.Entries); n > 0 {
 		c.readyLast.Store(rd.Entries[n-1].GetIndex()) // before anyone can acknowledge them (validate.go)
 	}
-	out := make([]*pb.Message, 0, len(rd.Messages))
+	out := rd.Messages[:0] // raft lets go of the slice with the Ready
 	for _, m := range rd.Messages {
 		switch m.GetTo() {
 		case raft.LocalAppendThread:

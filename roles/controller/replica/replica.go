@@ -252,13 +252,14 @@ func (c *Replica) advanceElection() {
 
 // Abort undoes Open when the controller could not start around it.
 func (c *Replica) Abort() {
+	c.cancel()
 	c.node.Stop()
 	_ = c.tr.Close()
 	_ = c.store.Close()
 }
 
-// Stop ends the raft, append and apply loops: no hook runs after it returns. Proposals and
-// reads in flight fail with ErrStopped.
+// Stop ends the raft, append and apply loops: no hook runs after it
+// returns. Proposals and reads in flight fail with ErrStopped.
 func (c *Replica) Stop() {
 	c.stopOnce.Do(func() {
 		close(c.stopc)

@@ -19,8 +19,9 @@ import (
 // load), and a leader that stops ticking and sending for that long is
 // deposed; applying must not stop for it either. The apply loop only
 // takes a cut (a copy-on-write copy of the state at the applied index,
-// with the ConfState of that index), and one goroutine encodes it, saves it synced and compacts the log, as etcd's
-// apply loop hands its snapshot to a goroutine.
+// with the ConfState of that index), and one goroutine encodes it, saves
+// it synced and compacts the log, as etcd's apply loop hands its snapshot
+// to a goroutine.
 
 // snapResult is what a background snapshot reports to the loop.
 type snapResult struct {

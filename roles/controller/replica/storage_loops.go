@@ -159,12 +159,12 @@ func mergeAppends(msgs []*pb.Message) (*pb.HardState, []*pb.Entry) {
 			ents = es
 			continue
 		}
-		first := es[0].GetIndex()
-		if off := ents[0].GetIndex(); first <= off {
-			ents = es
+		first, have := es[0].GetIndex(), ents[0].GetIndex()
+		if first <= have {
+			ents = es // replaces all of them
 			continue
 		}
-		keep := min(first-ents[0].GetIndex(), uint64(len(ents)))
+		keep := min(first-have, uint64(len(ents)))
 		// A fresh slice: raft owns the ones it handed out.
 		merged := make([]*pb.Entry, 0, int(keep)+len(es))
 		ents = append(append(merged, ents[:keep]...), es...)
