@@ -113,12 +113,7 @@ func appendGroup(msgs []*pb.Message) int {
 func (c *Replica) persist(group []*pb.Message, saved *pb.HardState) error {
 	hs, ents := mergeAppends(group)
 	snap := group[0].GetSnapshot()
-	// fsync for new entries, a new term or vote, or a snapshot; a HardState
-	// that only moves the commit index need not be synced (raft.MustSync).
-	sync := len(ents) > 0 || snap != nil
-	if hs != nil {
-		sync = sync || hs.GetTerm() != saved.GetTerm() || hs.GetVote() != saved.GetVote()
-	}
+	sync := syncNeeded(hs, saved, len(ents), snap != nil)
 	if h := c.cfg.Hooks.BeforePersist; h != nil && len(ents) > 0 {
 		h(ents[len(ents)-1].GetIndex())
 	}
@@ -138,6 +133,16 @@ func (c *Replica) persist(group []*pb.Message, saved *pb.HardState) error {
 		c.deliver(m.GetResponses())
 	}
 	return nil
+}
+
+// syncNeeded says whether a write must be fsynced: for new entries, a new
+// term or vote (raft.MustSync), or a snapshot. A HardState that only moves
+// the commit index need not be; hs is nil when the write carries none.
+func syncNeeded(hs, saved *pb.HardState, ents int, snap bool) bool {
+	if hs == nil {
+		hs = saved
+	}
+	return snap || raft.MustSync(hs, saved, ents)
 }
 
 // mergeAppends folds consecutive MsgStorageAppends into one write: the

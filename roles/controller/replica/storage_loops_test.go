@@ -117,3 +117,31 @@ func TestFIFOKeepsOrderAndSignals(t *testing.T) {
 		t.Fatalf("take = %v, then more", got)
 	}
 }
+
+// Entries, a new term or vote, and snapshots are synced before raft hears
+// they are written; a commit-only HardState is not.
+func TestSyncNeeded(t *testing.T) {
+	hs := func(term, vote, commit uint64) *pb.HardState {
+		return &pb.HardState{Term: new(term), Vote: new(vote), Commit: new(commit)}
+	}
+	saved := hs(2, 1, 10)
+	for _, tc := range []struct {
+		name string
+		hs   *pb.HardState
+		ents int
+		snap bool
+		want bool
+	}{
+		{"entries", nil, 3, false, true},
+		{"entries and a commit", hs(2, 1, 12), 1, false, true},
+		{"a new term", hs(3, 0, 10), 0, false, true},
+		{"a new vote", hs(2, 3, 10), 0, false, true},
+		{"a snapshot", nil, 0, true, true},
+		{"only the commit index", hs(2, 1, 12), 0, false, false},
+		{"nothing", nil, 0, false, false},
+	} {
+		if got := syncNeeded(tc.hs, saved, tc.ents, tc.snap); got != tc.want {
+			t.Errorf("%s: syncNeeded = %t, want %t", tc.name, got, tc.want)
+		}
+	}
+}
