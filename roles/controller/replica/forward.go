@@ -7,9 +7,24 @@ import (
 	pb "go.etcd.io/raft/v3/raftpb"
 )
 
-// forwardedProposalQueue bounds the proposals other controllers forwarded
-// to this one that wait to be stepped.
+// forwardedProposalQueue bounds the forwarded membership changes that
+// wait to be stepped.
 const forwardedProposalQueue = 1024
+
+// maxQueuedForwarded bounds the proposals waiting for the proposer
+// goroutine when a forwarded one joins them.
+const maxQueuedForwarded = 64 * maxBatchEntries
+
+// plainEntries reports whether every entry is a normal one (what
+// ProposeBatch proposes), and there is at least one.
+func plainEntries(ents []*pb.Entry) bool {
+	for _, e := range ents {
+		if e.GetType() != pb.EntryType_EntryNormal {
+			return false
+		}
+	}
+	return len(ents) > 0
+}
 
 // errForwardQueueFull refuses a forwarded proposal when the queue is full.
 var errForwardQueueFull = errors.New("forwarded proposal queue full")
@@ -23,7 +38,27 @@ var errForwardQueueFull = errors.New("forwarded proposal queue full")
 // resumed with its successor's proposals in its inbox. A full queue drops
 // the proposal, as raft drops proposals without a leader; the proposer's
 // client sees a timeout and retries.
+//
+// A forwarded proposal of plain entries (every write; not a membership
+// change) joins this member's own proposals instead (propose_batch.go):
+// the proposer goroutine then hands raft everything queued, from every
+// follower and from here, in one MsgProp. With ZooKeeper clients spread
+// over three controllers, each forwarding its own batches, the leader
+// otherwise appended and replicated each follower's batch on its own: a
+// MsgApp to every follower, an acknowledgement and an append at each, per
+// batch (docs/PERFORMANCE.md, "One batch from every controller").
 func (c *Replica) stepForwarded(m *pb.Message) error {
+	if plainEntries(m.GetEntries()) {
+		qs := make([]queuedProposal, len(m.GetEntries()))
+		for i, e := range m.GetEntries() {
+			qs[i] = queuedProposal{data: e.GetData(), ctx: c.ctx} // id 0: its waiter is at the follower
+		}
+		if !c.props.pushAll(qs, maxQueuedForwarded) {
+			c.met.proposalsFailed.WithLabelValues("forward_dropped").Inc()
+			return errForwardQueueFull
+		}
+		return nil
+	}
 	select {
 	case c.fwdProps <- m:
 		return nil

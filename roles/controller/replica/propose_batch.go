@@ -106,6 +106,10 @@ func (c *Replica) refuse(batch []queuedProposal, err error) {
 		out = ErrStopped
 	}
 	for _, p := range batch {
+		if p.id == 0 { // a follower's write (forward.go): its proposer times out
+			c.met.proposalsFailed.WithLabelValues("forward_dropped").Inc()
+			continue
+		}
 		if c.waits.trigger(p.id, resultErr(out)) {
 			c.met.proposalsFailed.WithLabelValues(reason).Inc()
 		}

@@ -25,11 +25,12 @@ import (
 // here only after the write is synced; and with asynchronous writes raft
 // hands out committed entries only once they are in the local log.
 
-// fifo is an unbounded queue with one consumer: between the raft loop,
-// which must never wait for the disk, and the append and apply loops
-// (raft bounds what it hands out: in-flight appends, uncommitted bytes,
-// bytes being applied), and between proposers and proposeLoop
-// (propose_batch.go), which never block.
+// fifo is a queue with one consumer that never blocks its producers:
+// between the raft loop, which must never wait for the disk, and the
+// append and apply loops (unbounded: raft bounds what it hands out,
+// in-flight appends, uncommitted bytes, bytes being applied), and between
+// proposers and proposeLoop (propose_batch.go; writes forwarded by other
+// controllers are bounded with pushAll, forward.go).
 type fifo[T any] struct {
 	mu    sync.Mutex
 	items []T
@@ -42,10 +43,29 @@ func (q *fifo[T]) push(v T) {
 	q.mu.Lock()
 	q.items = append(q.items, v)
 	q.mu.Unlock()
+	q.signal()
+}
+
+// signal leaves the consumer a token (one is enough: take takes all).
+func (q *fifo[T]) signal() {
 	select {
 	case q.ready <- struct{}{}:
 	default:
 	}
+}
+
+// pushAll queues vs in order, or nothing when more than limit items
+// would then wait.
+func (q *fifo[T]) pushAll(vs []T, limit int) bool {
+	q.mu.Lock()
+	if len(q.items)+len(vs) > limit {
+		q.mu.Unlock()
+		return false
+	}
+	q.items = append(q.items, vs...)
+	q.mu.Unlock()
+	q.signal()
+	return true
 }
 
 // take returns everything queued, oldest first; the queue goes on in
