@@ -22,7 +22,12 @@ import (
 )
 
 // defaultCacheBytes bounds the tail cache when Options.CacheBytes is 0.
-const defaultCacheBytes = 64 << 20
+// 16 MiB holds about 40,000 entries of a 256-byte put: more than a second
+// of the fastest write load measured here, so a follower within that of
+// the leader, and the apply loop, read no entry from Pebble. 64 MiB kept
+// up to 46 MB of entries on the heap after a million-key load, about a
+// tenth of the process (docs/PERFORMANCE.md, "A smaller tail cache").
+const defaultCacheBytes = 16 << 20
 
 // ErrClosed is returned by every method of a closed Store.
 var ErrClosed = errors.New("raft log closed")
@@ -41,7 +46,7 @@ type Options struct {
 	// Dir is the Pebble directory; it is created if missing. Snapshot data
 	// files live in its subdirectory snap/.
 	Dir string
-	// CacheBytes bounds the in-memory tail cache of log entries; 0 => 64 MiB.
+	// CacheBytes bounds the in-memory tail cache of log entries; 0 => 16 MiB.
 	CacheBytes uint64
 	// NoSync disables fsync even where Save/CreateSnapshot ask for it. Tests
 	// and benchmarks only: with it a crash can lose acknowledged entries.
