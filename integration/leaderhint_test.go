@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -59,6 +60,14 @@ func TestQuorum_ClientMovesToTheLeader(t *testing.T) {
 	require.EqualValues(t, 0, putsServed(t, c.nodes[order[1]]))
 	require.EqualValues(t, 19, putsServed(t, c.nodes[lead]))
 
+	// Each controller announces its API address through the log after it
+	// starts; one still on its way to the leader when the leader dies is
+	// lost, and until its controller announces again no follower can
+	// name it. So the followers must know every address before the kill.
+	for _, id := range order[:2] {
+		require.Eventually(t, func() bool { return knowsAPIAddrs(c, c.nodes[id]) }, 20*time.Second, 20*time.Millisecond,
+			"controller %d never learnt every controller's API address", id)
+	}
 	c.kill(lead)
 	newLead := c.waitLeader(30*time.Second, order[:2]...)
 	before := putsServed(t, c.nodes[newLead])
@@ -71,4 +80,33 @@ func TestQuorum_ClientMovesToTheLeader(t *testing.T) {
 	// The first put after the kill may land on the other follower, which
 	// names the new leader; the rest go to the new leader.
 	require.GreaterOrEqual(t, putsServed(t, c.nodes[newLead])-before, float64(19))
+}
+
+// knowsAPIAddrs reports whether n lists every controller of c with its
+// API address (GET /v1/controllers).
+func knowsAPIAddrs(c *cluster, n *node) bool {
+	resp, err := http.Get(n.endpoint() + "/v1/controllers")
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Controllers []struct {
+			ID          uint64 `json:"id"`
+			HTTPAddress string `json:"http_address"`
+		} `json:"controllers"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&out) != nil {
+		return false
+	}
+	known := map[uint64]string{}
+	for _, ctl := range out.Controllers {
+		known[ctl.ID] = ctl.HTTPAddress
+	}
+	for id, m := range c.nodes {
+		if m != nil && known[id] != m.httpAddr {
+			return false
+		}
+	}
+	return true
 }
