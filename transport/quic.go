@@ -40,6 +40,18 @@ const (
 	maxBatchBytes    = 256 << 10
 )
 
+// MaxIdleTimeout is the longest idle timeout a controller grants a
+// dialer: a connection silent that long is closed. Controllers dial each
+// other with 6 s and a keep-alive ping every 2 s, so a dead peer is
+// noticed within seconds. A dialer whose protocol talks on every
+// connection anyway (a worker heartbeats on its session and pings its
+// standbys, roles/worker/standby.go) asks for more with
+// QUICDialerConfig.IdleTimeout and sends no keep-alive pings: at
+// thousands of workers, the pings of idle standby connections cost the
+// controllers more CPU than the heartbeats (docs/PERFORMANCE.md, "Idle
+// connections without keep-alive pings").
+const MaxIdleTimeout = 30 * time.Second
+
 // QUIC application and stream error codes (visible to the peer).
 const (
 	errCodeShutdown        quic.ApplicationErrorCode = 0x0
@@ -76,7 +88,8 @@ type QUIC struct {
 	udp      *net.UDPConn
 	tr       *quic.Transport
 	ln       *quic.Listener
-	qconf    *quic.Config
+	qconf    *quic.Config // dialing peers
+	lconf    *quic.Config // the listener
 	onReject func(error)
 	rejects  *rejectLog
 
@@ -128,6 +141,13 @@ func NewQUIC(cfg QUICConfig) (*QUIC, error) {
 			MaxIdleTimeout:       idleTimeout,
 			KeepAlivePeriod:      keepAlive,
 		},
+		// The dialer sets the pace: QUIC takes the shorter of the two
+		// idle timeouts, and the side that wants keep-alive pings sends
+		// them (the other's acknowledgements keep its timer going too).
+		lconf: &quic.Config{
+			HandshakeIdleTimeout: handshakeTimeout,
+			MaxIdleTimeout:       MaxIdleTimeout,
+		},
 	}
 	q.ctx, q.cancel = context.WithCancel(context.Background())
 	q.rejects = newRejectLog(q.log)
@@ -165,7 +185,7 @@ func NewQUIC(cfg QUICConfig) (*QUIC, error) {
 	// would make its own resets unrecognisable to peers.
 	cert, _ := cfg.TLS.Current()
 	q.tr = &quic.Transport{Conn: q.udp, StatelessResetKey: resetKey(*cert)}
-	q.ln, err = q.tr.Listen(serverTLS, q.qconf)
+	q.ln, err = q.tr.Listen(serverTLS, q.lconf)
 	if err != nil {
 		q.udp.Close()
 		return nil, fmt.Errorf("start QUIC listener on %s: %w", cfg.ListenAddr, err)

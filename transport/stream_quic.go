@@ -149,6 +149,13 @@ type QUICDialerConfig struct {
 	// carries the acknowledgement, and gives the controller up to half an
 	// interval to acknowledge before probing it; see ackDelays.
 	RequestInterval time.Duration
+	// IdleTimeout, when set, closes a connection silent that long and
+	// turns QUIC's keep-alive pings off: the protocol itself must send on
+	// every connection well within it (a worker's heartbeats and standby
+	// pings). At most MaxIdleTimeout, which the controller grants. 0 keeps
+	// the defaults of the links between controllers: 6 s, and a ping
+	// every 2 s.
+	IdleTimeout time.Duration
 
 	// wrapConn lets tests see the dialer's datagrams.
 	wrapConn func(*net.UDPConn) net.PacketConn
@@ -190,6 +197,9 @@ func NewQUICDialer(cfg QUICDialerConfig) (*QUICDialer, error) {
 		},
 	}
 	d.qconf.MaxAckDelay, d.qconf.MinPeerAckDelay = ackDelays(cfg.RequestInterval)
+	if cfg.IdleTimeout > 0 {
+		d.qconf.MaxIdleTimeout, d.qconf.KeepAlivePeriod = min(cfg.IdleTimeout, MaxIdleTimeout), 0
+	}
 	if err := d.rebind(); err != nil {
 		return nil, err
 	}
