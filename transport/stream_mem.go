@@ -34,12 +34,13 @@ type memStreams struct {
 var memStreamNets sync.Map // *MemNetwork -> *memStreams
 
 func (n *MemNetwork) streams() *memStreams {
-	v, _ := memStreamNets.LoadOrStore(n, &memStreams{listeners: map[string]*memStreamListener{}, idle: idleTimeout})
+	v, _ := memStreamNets.LoadOrStore(n, &memStreams{listeners: map[string]*memStreamListener{}, idle: MaxIdleTimeout})
 	return v.(*memStreams)
 }
 
 // SetStreamIdleTimeout sets how long an in-memory stream survives a
-// partition before it dies (default: QUIC's idle timeout, 6 s).
+// partition before it dies (default: the idle timeout of a worker's QUIC
+// connections, MaxIdleTimeout).
 func (n *MemNetwork) SetStreamIdleTimeout(d time.Duration) {
 	ms := n.streams()
 	ms.mu.Lock()
@@ -190,6 +191,13 @@ func (d *memStreamDialer) connect(ctx context.Context, l *memStreamListener, idl
 		delete(d.streams, client)
 		d.mu.Unlock()
 	}
+	// Set before the listener can see the stream: its Close closes every
+	// stream it holds, from another goroutine.
+	server.onClose = func() {
+		l.mu.Lock()
+		delete(l.streams, server)
+		l.mu.Unlock()
+	}
 	l.mu.Lock()
 	if l.streams == nil {
 		l.mu.Unlock()
@@ -198,11 +206,6 @@ func (d *memStreamDialer) connect(ctx context.Context, l *memStreamListener, idl
 	}
 	l.streams[server] = struct{}{}
 	l.mu.Unlock()
-	server.onClose = func() {
-		l.mu.Lock()
-		delete(l.streams, server)
-		l.mu.Unlock()
-	}
 	select {
 	case l.ch <- server:
 		return client, nil

@@ -64,8 +64,10 @@ func NewSeeded(t *testing.T, n int, seed int64, tweak func(*controller.Config)) 
 	c := &Cluster{t: t, Net: transport.NewMemNetwork(seed), nodes: map[uint64]*controller.Controller{},
 		cfgs: map[uint64]controller.Config{}, leaders: map[uint64]map[uint64]bool{}, stop: make(chan struct{}),
 		nextNet: workerNetBase}
-	// Like QUIC's idle timeout relative to the default session timeout.
-	c.Net.SetStreamIdleTimeout(SessionTimeout + SessionTimeout/5)
+	// Like a worker's QUIC idle timeout relative to the default session
+	// timeout (transport.MaxIdleTimeout, 3 of them): a worker must not
+	// need a cut connection to die before it moves to the new leader.
+	c.Net.SetStreamIdleTimeout(3 * SessionTimeout)
 	peers := map[uint64]string{}
 	for i := 1; i <= n; i++ {
 		peers[uint64(i)] = fmt.Sprintf("mem:%d", i)
