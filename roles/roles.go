@@ -7,7 +7,9 @@ package roles
 import (
 	"context"
 	"io"
+	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/corral-dev/corral/metadata"
 	"github.com/corral-dev/corral/roles/backup"
@@ -140,6 +142,12 @@ const DefaultHeartbeatInterval = worker.DefaultHeartbeatInterval
 
 // DefaultElectionTicks is the controllers' default election timeout, in ticks.
 const DefaultElectionTicks = controller.DefaultElectionTicks
+
+// NewWorkerDialer returns the QUIC dialer a worker heartbeating every
+// heartbeat uses (see worker.NewDialer).
+func NewWorkerDialer(bundle *transport.TLSBundle, log *slog.Logger, heartbeat time.Duration) (*transport.QUICDialer, error) {
+	return worker.NewDialer(bundle, log, heartbeat)
+}
 
 // StartWorker starts a worker agent.
 func StartWorker(cfg WorkerConfig) (*Worker, error) { return worker.Start(cfg) }

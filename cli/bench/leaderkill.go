@@ -85,6 +85,7 @@ type killRecord struct {
 	logPath   string
 	backIn    time.Duration // from SIGKILL until the restarted controller answered again
 	newLeader uint64        // the leader the restarted controller named
+	standbys  string        // the workers' standby connections per controller just before the kill, when known
 }
 
 // ctrlFencings is every controller's corral_workers_fencings_total (all reasons), with its pid: a counter restarts
@@ -122,6 +123,10 @@ type leaderKiller struct {
 	ctrl      []ctrlFencings // the controllers' counters at the start, just before each kill and at the end
 	err       error          // why the kills stopped early
 	restarted []int          // pids of the controllers this run restarted
+	// standbys, when set, says how many workers hold a standby connection to each controller: a new leader without
+	// them must take a handshake from every worker lacking one (docs/ARCHITECTURE.md, "What a failover costs a
+	// worker").
+	standbys func() string
 }
 
 func (e Env) newLeaderKiller(c *cli.Context, cfg failoverConfig) *leaderKiller {
@@ -185,6 +190,9 @@ func (k *leaderKiller) printKill(r killRecord, t0 time.Time) {
 		msg += fmt.Sprintf(", answering again %s after the kill; leader now %d", r.backIn.Round(time.Millisecond),
 			r.newLeader)
 	}
+	if r.standbys != "" {
+		msg += "; workers with a standby to each controller before the kill: " + r.standbys
+	}
 	fmt.Fprintln(k.out, msg)
 }
 
@@ -209,6 +217,9 @@ func (k *leaderKiller) killOnce(ctx context.Context, n int) (killRecord, error) 
 		return rec, err
 	}
 	before := k.sampleControllers(ctx)
+	if k.standbys != nil {
+		rec.standbys = k.standbys()
+	}
 	rec.at = time.Now()
 	if err := syscall.Kill(lead.pid, syscall.SIGKILL); err != nil {
 		rec.at = time.Time{}

@@ -16,6 +16,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/corral-dev/corral/client"
+	"github.com/corral-dev/corral/roles"
 	"github.com/corral-dev/corral/transport"
 )
 
@@ -140,8 +141,7 @@ func (b *benchSchedule) startWorkers(ctx context.Context, c *cli.Context, cfg be
 			return cleanup, ctx.Err()
 		}
 		if i%cfg.perSocket == 0 {
-			d, err := transport.NewQUICDialer(transport.QUICDialerConfig{TLS: bundle, ALPN: transport.ALPNWorker, Logger: logger,
-				RequestInterval: cfg.interval})
+			d, err := roles.NewWorkerDialer(bundle, logger, cfg.interval)
 			if err != nil {
 				return cleanup, err
 			}

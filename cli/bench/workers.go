@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -194,8 +195,7 @@ func (e Env) workersAction(c *cli.Context) error {
 			break
 		}
 		if i%cfg.perSocket == 0 {
-			d, err := transport.NewQUICDialer(transport.QUICDialerConfig{TLS: bundle, ALPN: transport.ALPNWorker, Logger: logger,
-				RequestInterval: cfg.interval})
+			d, err := roles.NewWorkerDialer(bundle, logger, cfg.interval)
 			if err != nil {
 				return err
 			}
@@ -232,6 +232,7 @@ func (e Env) workersAction(c *cli.Context) error {
 	var killer *leaderKiller
 	if cfg.failover.on() {
 		killer = e.newLeaderKiller(c, cfg.failover)
+		killer.standbys = func() string { return standbyCounts(sims) }
 		killer.killAll(ctx, t0)
 	}
 	select {
@@ -589,4 +590,21 @@ func (r benchWorkersResult) print(w io.Writer) error {
 		return fmt.Errorf("%d live workers were fenced", r.falseFencings)
 	}
 	return nil
+}
+
+// standbyCounts says how many simulated workers hold a standby connection to each controller, e.g.
+// "127.0.0.1:7081=998 127.0.0.1:7082=1000".
+func standbyCounts(sims []*simWorker) string {
+	n := map[string]int{}
+	for _, s := range sims {
+		for _, a := range s.w.Status().Standbys {
+			n[a]++
+		}
+	}
+	parts := make([]string, 0, len(n))
+	for a, c := range n {
+		parts = append(parts, fmt.Sprintf("%s=%d", a, c))
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, " ")
 }

@@ -68,6 +68,17 @@ func (w *Worker) connect() {
 			return
 		}
 	}
+	// A controller this worker holds a standby to answers on it already:
+	// a second connection would cost it a handshake, and keepStandby
+	// would close one of the two. When every worker must reach a new
+	// leader it has no standby to (one that restarted, say), hedging to
+	// such followers tripled the handshakes of the herd.
+	targets = slices.DeleteFunc(targets, func(a string) bool { return w.standby[a] != nil })
+	if len(targets) == 0 {
+		w.preferred = ""
+		w.kick(w.retryShort()) // ask the standbys who leads
+		return
+	}
 	w.startDial(targets)
 }
 
@@ -109,6 +120,14 @@ func (w *Worker) startDial(targets []string) {
 	hedge := min(w.cfg.DialTimeout/4, 500*time.Millisecond)
 	if w.dialFails > 0 {
 		hedge = timeout
+	}
+	// With one target (a leader named by the standbys, which cover the
+	// rest), abandoning a slow handshake helps nobody: no other
+	// controller can take the session, and the leader, busy with every
+	// worker's handshake at once, would only be sent more of them. It
+	// gets until the self-fence deadline instead.
+	if len(targets) == 1 && w.alive {
+		timeout = max(timeout, time.Until(w.lastAcked.Add(w.selfFenceAfter())))
 	}
 	go w.dial(targets, timeout, hedge, false)
 }

@@ -1,7 +1,9 @@
 package worker
 
 import (
+	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/corral-dev/corral/transport"
@@ -23,28 +25,51 @@ import (
 // herd either.
 
 // standbyPingEvery is how often a standby carries a message: the
-// controller closes a worker stream silent for two session timeouts.
+// controller closes a worker stream silent for two session timeouts, and
+// QUIC a connection silent for its idle timeout (NewDialer).
 func (w *Worker) standbyPingEvery() time.Duration {
 	t := w.timeout
 	if t <= 0 {
 		t = transport.DefaultSessionTimeout
 	}
-	return t / 2
+	return min(t/2, transport.MaxIdleTimeout/3)
+}
+
+// NewDialer returns the QUIC dialer of a worker heartbeating every
+// heartbeat (also the one `corral bench workers` gives its simulated
+// workers). A worker talks on every connection it keeps: it heartbeats on
+// its session and pings each standby (standbyPingEvery), so the dialer
+// asks for the longest idle timeout a controller grants and sends no QUIC
+// keep-alive pings of its own. With them, two idle standbys per worker
+// cost the followers as much CPU as the heartbeats cost the leader
+// (docs/PERFORMANCE.md, "Idle connections without keep-alive pings"). A
+// heartbeat too slow for that timeout keeps QUIC's defaults.
+func NewDialer(bundle *transport.TLSBundle, log *slog.Logger, heartbeat time.Duration) (*transport.QUICDialer, error) {
+	cfg := transport.QUICDialerConfig{TLS: bundle, ALPN: transport.ALPNWorker, Logger: log, RequestInterval: heartbeat}
+	if 3*heartbeat <= transport.MaxIdleTimeout {
+		cfg.IdleTimeout = transport.MaxIdleTimeout
+	}
+	return transport.NewQUICDialer(cfg)
 }
 
 // standbyRedialAfter is the wait before (re)dialing a missing standby:
-// random over [T, 4T] (T the session timeout), so that the workers whose
+// random over [T/2, 2T] (T the session timeout), so that the workers whose
 // standbys to a restarted controller died together dial it again spread
-// over half a minute at the defaults, not in the second it comes back;
-// nothing is urgent, the other standbys still cover a failover. A worker's
-// first standbys come after a random [0, T], for a cluster that starts
-// all its workers at once.
+// over 15 s at the defaults, not in the second it comes back. It is not
+// longer because until its standbys are back that controller is a poor
+// next leader: every worker without one must handshake with it within
+// the self-fence margin, all at once. With [T, 4T], a leader killed 30 s
+// after a restarted controller came back handed over to it with a third
+// of the workers still to dial it, and 413 of 2,000 fenced themselves
+// (docs/PERFORMANCE.md, "Workers across leader kills"). A worker's first
+// standbys come after a random [0, T], for a cluster that starts all its
+// workers at once.
 func (w *Worker) standbyRedialAfter(first bool) time.Duration {
 	t := w.standbyPingEvery() * 2
 	if first {
 		return rand.N(t + 1)
 	}
-	return t + rand.N(3*t+1)
+	return t/2 + rand.N(3*t/2+1)
 }
 
 // maintainStandbys runs at every tick of a live worker: it keeps each
@@ -130,8 +155,19 @@ func (w *Worker) keepStandby(c *wconn) bool {
 		return false
 	}
 	w.standby[c.addr] = c
-	w.met.standbys.Set(float64(len(w.standby)))
+	w.standbysChanged()
 	return true
+}
+
+// standbysChanged updates the gauge and what Status reports.
+func (w *Worker) standbysChanged() {
+	w.met.standbys.Set(float64(len(w.standby)))
+	addrs := make([]string, 0, len(w.standby))
+	for a := range w.standby {
+		addrs = append(addrs, a)
+	}
+	slices.Sort(addrs)
+	w.pubStandbys.Store(&addrs)
 }
 
 // takeStandby removes and returns the standby to addr, if any.
@@ -139,7 +175,7 @@ func (w *Worker) takeStandby(addr string) *wconn {
 	c := w.standby[addr]
 	if c != nil {
 		delete(w.standby, addr)
-		w.met.standbys.Set(float64(len(w.standby)))
+		w.standbysChanged()
 	}
 	return c
 }
@@ -148,7 +184,7 @@ func (w *Worker) takeStandby(addr string) *wconn {
 func (w *Worker) dropStandby(c *wconn) {
 	if w.standby[c.addr] == c {
 		delete(w.standby, c.addr)
-		w.met.standbys.Set(float64(len(w.standby)))
+		w.standbysChanged()
 	}
 	_ = c.s.Close()
 	if w.standbyAt.Before(time.Now()) || w.standbyAt.IsZero() {
@@ -162,7 +198,7 @@ func (w *Worker) closeStandbys() {
 		_ = c.s.Close()
 	}
 	clear(w.standby)
-	w.met.standbys.Set(0)
+	w.standbysChanged()
 }
 
 // onStandbyMessage handles what a standby brings back. A redirect is the

@@ -54,6 +54,7 @@ type Worker struct {
 	pubEpoch     atomic.Uint64
 	pubCtrlEpoch atomic.Uint64
 	pubLeader    atomic.Pointer[string]
+	pubStandbys  atomic.Pointer[[]string]
 	// ackedAt is the send time (Unix ns) of the last acknowledged
 	// heartbeat, 0 while fenced: supervisors are refreshed only while it is
 	// recent (worker_jobs.go).
@@ -140,7 +141,8 @@ type Status struct {
 	Alive           bool
 	Epoch           uint64
 	ControllerEpoch uint64
-	Leader          string // address of the controller it heartbeats to
+	Leader          string   // address of the controller it heartbeats to
+	Standbys        []string // addresses of the controllers it holds standby connections to, sorted
 }
 
 // Start resolves the worker's id, starts its HTTP server (if any)
@@ -213,8 +215,7 @@ func Start(cfg Config) (*Worker, error) {
 		w.load = (&procLoad{}).sample
 	}
 	if w.dialer == nil {
-		d, err := transport.NewQUICDialer(transport.QUICDialerConfig{TLS: bundle, ALPN: transport.ALPNWorker, Logger: w.log,
-			RequestInterval: cfg.HeartbeatInterval})
+		d, err := NewDialer(bundle, w.log, cfg.HeartbeatInterval)
 		if err != nil {
 			return nil, err
 		}
@@ -278,6 +279,9 @@ func (w *Worker) Status() Status {
 		ControllerEpoch: w.pubCtrlEpoch.Load()}
 	if l := w.pubLeader.Load(); l != nil {
 		st.Leader = *l
+	}
+	if s := w.pubStandbys.Load(); s != nil {
+		st.Standbys = *s
 	}
 	return st
 }

@@ -1,0 +1,26 @@
+package worker
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/corral-dev/corral/transport"
+)
+
+// A worker's dialer turns QUIC's keep-alive pings off (NewDialer), so a
+// standby lives only as long as its own pings come well within the
+// connection's idle timeout, whatever the leader's session timeout.
+func TestStandbyPingEvery_StaysWithinTheIdleTimeout(t *testing.T) {
+	for _, tc := range []struct{ timeout, want time.Duration }{
+		{0, transport.DefaultSessionTimeout / 2},
+		{10 * time.Second, 5 * time.Second},
+		{3 * time.Second, 1500 * time.Millisecond},
+		{60 * time.Second, transport.MaxIdleTimeout / 3},
+	} {
+		w := &Worker{timeout: tc.timeout}
+		require.Equal(t, tc.want, w.standbyPingEvery(), "session timeout %s", tc.timeout)
+		require.LessOrEqual(t, 3*w.standbyPingEvery(), transport.MaxIdleTimeout)
+	}
+}
