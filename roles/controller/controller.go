@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -48,6 +49,11 @@ type Controller struct {
 	zk      *zk.Server        // the ZooKeeper port (zkport.go), nil unless --zk-addr
 	zkAddr  string            // where zk listens, once it does
 	closeMu sync.Once
+
+	started   time.Time   // when Start began (handoff.go)
+	restarted bool        // the data dir held raft state when this process started (handoff.go)
+	handedOff atomic.Bool // this process passed on a leadership it won soon after start (handoff.go)
+	handOffs  prometheus.Counter
 }
 
 // Start opens the data dir, starts raft, the transport and (when
@@ -61,7 +67,12 @@ func Start(cfg Config) (*Controller, error) {
 		cfg: cfg,
 		log: cfg.Logger.With("component", "controller", "node", cfg.NodeID),
 		reg: prometheus.NewRegistry(),
+
+		started: time.Now(),
+		handOffs: prometheus.NewCounter(prometheus.CounterOpts{Name: "corral_controller_leadership_handoffs_total",
+			Help: "Leaderships this controller won soon after it started and passed on to one that holds the workers' standby connections."}),
 	}
+	c.reg.MustRegister(c.handOffs)
 	transport.RegisterBuildInfo(c.reg)
 	joinCA, err := loadJoinCA(&cfg) // join.go
 	if err != nil {
@@ -98,7 +109,8 @@ func Start(cfg Config) (*Controller, error) {
 		return nil, err
 	}
 	c.r = r
-	c.startJoin(joinCA) // join.go
+	c.restarted = r.Term() > 0 // the persisted term; 0 for a new member
+	c.startJoin(joinCA)        // join.go
 	// The parts the hooks reach exist before the raft loop runs.
 	c.startCoord()
 	if err := c.startWorkerSessions(); err != nil {
@@ -173,11 +185,16 @@ func Start(cfg Config) (*Controller, error) {
 //  1. the lessor becomes (or stops being) the primary that expires leases;
 //  2. the session table is loaded (or dropped) and every worker gets a
 //     full session timeout from now;
-//  3. the scheduler starts (or stops) evaluating.
+//  3. the scheduler starts (or stops) evaluating;
+//  4. a leader that started moments ago hands the leadership on, when
+//     workers are registered (handoff.go).
 func (c *Controller) leadershipChanged(isLeader bool, term uint64) {
 	c.lessor.SetPrimary(isLeader)
 	c.workers.LeadershipChanged(isLeader, term)
 	c.sched.leadershipChanged(isLeader, term)
+	if isLeader {
+		c.maybeHandOff(term)
+	}
 }
 
 // ClusterAddrs returns the controllers' cluster addresses this controller

@@ -162,6 +162,13 @@ func (c *Replica) transferToBest(ctx context.Context, voters map[uint64]bool) er
 	return c.TransferLeader(ctx, best)
 }
 
+// HandOff transfers leadership to the reachable voter with the highest
+// match index and waits for it to take over (leader only).
+func (c *Replica) HandOff(ctx context.Context) error {
+	voters, _ := c.members()
+	return c.transferToBest(ctx, voters)
+}
+
 // TransferLeader asks raft to hand leadership to id and waits until it has.
 func (c *Replica) TransferLeader(ctx context.Context, id uint64) error {
 	voters, learners := c.members()
