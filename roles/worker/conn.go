@@ -72,14 +72,16 @@ func (w *Worker) connect() {
 	// a second connection would cost it a handshake, and keepStandby
 	// would close one of the two. When every worker must reach a new
 	// leader it has no standby to (one that restarted, say), hedging to
-	// such followers tripled the handshakes of the herd.
+	// such followers made each worker dial every controller.
 	targets = slices.DeleteFunc(targets, func(a string) bool { return w.standby[a] != nil })
 	if len(targets) == 0 {
 		w.preferred = ""
 		w.kick(w.retryShort()) // ask the standbys who leads
 		return
 	}
-	w.startDial(targets)
+	w.dialing = true
+	timeout, hedge := w.dialTimes(len(targets) == 1 && targets[0] == w.preferred, time.Now())
+	go w.dial(targets, timeout, hedge, false)
 }
 
 // startProbe asks controllers other than the current one who leads.
@@ -110,26 +112,33 @@ func (w *Worker) startProbe(targets []string, now time.Time) {
 
 func (w *Worker) startDial(targets []string) {
 	w.dialing = true
+	timeout, hedge := w.dialTimes(false, time.Now())
+	go w.dial(targets, timeout, hedge, false)
+}
+
+// dialTimes says how long a dial may take and when it tries the next
+// target; leaderOnly is a dial of the named leader alone.
+func (w *Worker) dialTimes(leaderOnly bool, now time.Time) (timeout, hedge time.Duration) {
 	// After failures, give handshakes more time and stop hedging: when
 	// controllers are too busy to finish handshakes, abandoning them
 	// half-way and starting more only adds to their load.
-	timeout := w.cfg.DialTimeout << min(w.dialFails, 2)
+	timeout = w.cfg.DialTimeout << min(w.dialFails, 2)
 	// Hedge late enough that a loaded but healthy first choice (the
 	// leader) usually wins, early enough to leave most of the self-fence
 	// margin.
-	hedge := min(w.cfg.DialTimeout/4, 500*time.Millisecond)
+	hedge = min(w.cfg.DialTimeout/4, 500*time.Millisecond)
 	if w.dialFails > 0 {
 		hedge = timeout
 	}
-	// With one target (a leader named by the standbys, which cover the
-	// rest), abandoning a slow handshake helps nobody: no other
-	// controller can take the session, and the leader, busy with every
-	// worker's handshake at once, would only be sent more of them. It
-	// gets until the self-fence deadline instead.
-	if len(targets) == 1 && w.alive {
-		timeout = max(timeout, time.Until(w.lastAcked.Add(w.selfFenceAfter())))
+	// A leader named by the standbys, which cover the rest: abandoning a
+	// slow handshake helps nobody, since no other controller can take the
+	// session, and the leader, busy with every worker's handshake at
+	// once, would only be sent more of them. It gets until the self-fence
+	// deadline instead.
+	if leaderOnly && w.alive {
+		timeout = max(timeout, w.lastAcked.Add(w.selfFenceAfter()).Sub(now))
 	}
-	go w.dial(targets, timeout, hedge, false)
+	return timeout, hedge
 }
 
 func (w *Worker) dial(targets []string, timeout, hedge time.Duration, standby bool) {
