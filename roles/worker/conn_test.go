@@ -37,7 +37,7 @@ func TestWorker_DialsANamedLeaderAloneWhenItHoldsStandbysToTheRest(t *testing.T)
 	w := &Worker{cfg: Config{HeartbeatInterval: time.Second, DialTimeout: time.Second, Controllers: []string{"a", "b", "c"}},
 		dialer: d, life: context.Background(), dialc: make(chan dialResult, 1), preferred: "a",
 		standby: map[string]*wconn{"b": {addr: "b", s: nopStream{}}, "c": {addr: "c", s: nopStream{}}},
-		met: newWorkerAgentMetrics(nil), log: slog.New(slog.DiscardHandler), kickT: time.NewTimer(time.Hour)}
+		met:     newWorkerAgentMetrics(nil), log: slog.New(slog.DiscardHandler), kickT: time.NewTimer(time.Hour)}
 	defer w.kickT.Stop()
 	w.connect()
 	r := <-w.dialc // every target failed
