@@ -28,7 +28,7 @@ func idleDatagrams(t *testing.T, ctrlAddr string, bundle *TLSBundle, cfg QUICDia
 	}
 	require.NoError(t, exchange())
 	start := cc.sent.Load()
-	time.Sleep(idle) // the workload's shape (an idle connection), not a wait for a condition
+	time.Sleep(idle) // the idle period is what is tested, not a wait for a condition
 	sent := cc.sent.Load() - start
 	return sent, exchange()
 }

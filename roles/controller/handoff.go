@@ -16,7 +16,7 @@ import (
 // within the self-fence margin. A leader killed with kill -9 and restarted
 // at once often wins the next election itself: it campaigns as soon as it
 // starts (replica's advanceElection) and has the longest log. With 2,000
-// workers on the test machine that cost 1,872 of them their sessions; a
+// workers on the test machine that cost 1,893-1,984 of them their sessions; a
 // peer that was running has every worker's standby, and a transfer costs
 // a few milliseconds (docs/ARCHITECTURE.md, "What a failover costs a
 // worker"). A new cluster's first controllers are not restarted: their

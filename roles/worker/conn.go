@@ -79,9 +79,7 @@ func (w *Worker) connect() {
 		w.kick(w.retryShort()) // ask the standbys who leads
 		return
 	}
-	w.dialing = true
-	timeout, hedge := w.dialTimes(len(targets) == 1 && targets[0] == w.preferred, time.Now())
-	go w.dial(targets, timeout, hedge, false)
+	w.startDial(targets, len(targets) == 1 && targets[0] == w.preferred)
 }
 
 // startProbe asks controllers other than the current one who leads.
@@ -107,12 +105,14 @@ func (w *Worker) startProbe(targets []string, now time.Time) {
 			return
 		}
 	}
-	w.startDial(targets)
+	w.startDial(targets, false)
 }
 
-func (w *Worker) startDial(targets []string) {
+// startDial dials targets in the background; leaderOnly is a dial of the
+// named leader alone (dialTimes).
+func (w *Worker) startDial(targets []string, leaderOnly bool) {
 	w.dialing = true
-	timeout, hedge := w.dialTimes(false, time.Now())
+	timeout, hedge := w.dialTimes(leaderOnly, time.Now())
 	go w.dial(targets, timeout, hedge, false)
 }
 

@@ -24,3 +24,18 @@ func TestStandbyPingEvery_StaysWithinTheIdleTimeout(t *testing.T) {
 		require.LessOrEqual(t, 3*w.standbyPingEvery(), transport.MaxIdleTimeout)
 	}
 }
+
+// A lost standby is dialed again within [T/2, 2T]: late enough that the
+// workers of a restarted controller do not all dial it in the second it
+// comes back, soon enough that it holds their standbys before it may lead.
+func TestStandbyRedialAfter_WithinHalfToTwoSessionTimeouts(t *testing.T) {
+	w := &Worker{timeout: 10 * time.Second}
+	for range 1000 {
+		d := w.standbyRedialAfter(false)
+		require.GreaterOrEqual(t, d, 5*time.Second)
+		require.LessOrEqual(t, d, 20*time.Second)
+		first := w.standbyRedialAfter(true)
+		require.GreaterOrEqual(t, first, time.Duration(0))
+		require.LessOrEqual(t, first, 10*time.Second)
+	}
+}
