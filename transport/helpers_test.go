@@ -35,6 +35,26 @@ type recHandler struct {
 	unreachable map[uint64]int
 	snaps       []snapReport
 	failProcess bool
+	gone        []uint64
+}
+
+// PeerGone records the liveness link's reports (PeerGoneHandler).
+func (h *recHandler) PeerGone(id uint64) {
+	h.mu.Lock()
+	h.gone = append(h.gone, id)
+	h.mu.Unlock()
+}
+
+func (h *recHandler) goneCount(id uint64) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, g := range h.gone {
+		if g == id {
+			n++
+		}
+	}
+	return n
 }
 
 func newRecHandler() *recHandler { return &recHandler{unreachable: map[uint64]int{}} }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -381,5 +382,31 @@ func (t *memTransport) Close() error {
 	t.mu.Unlock()
 	t.cancel()
 	t.wg.Wait()
+	t.net.ReportGone(t.id)
 	return nil
+}
+
+// ReportGone tells the nodes that can reach id that its process ended, as
+// the liveness link of the QUIC transport does (liveness.go), and as a
+// closed transport does by itself. A node cut off from id by a partition
+// would not see its connection close, and is not told. With to, only those
+// nodes are told: a test calls it on a live node to stand for a mistaken
+// or forged report.
+func (n *MemNetwork) ReportGone(id uint64, to ...uint64) {
+	n.mu.Lock()
+	var hs []PeerGoneHandler
+	for other, t := range n.nodes {
+		if other == id || !n.canTalkLocked(id, other) || (len(to) > 0 && !slices.Contains(to, other)) {
+			continue
+		}
+		t.mu.Lock()
+		if g, ok := t.handler.(PeerGoneHandler); ok && !t.closed {
+			hs = append(hs, g)
+		}
+		t.mu.Unlock()
+	}
+	n.mu.Unlock()
+	for _, g := range hs {
+		g.PeerGone(id)
+	}
 }

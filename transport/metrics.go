@@ -28,6 +28,7 @@ type metrics struct {
 	rtt         *prometheus.GaugeVec
 	snapsSent   prometheus.Counter
 	snapsFailed prometheus.Counter
+	peerDeaths  prometheus.Counter
 }
 
 // newMetrics builds the transport's metrics and registers them with reg
@@ -62,6 +63,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "corral_transport_snapshots_failed_total",
 			Help: "MsgSnap messages that could not be delivered.",
 		}),
+		peerDeaths: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "corral_transport_peer_deaths_detected_total",
+			Help: "Peer processes seen to end on the liveness link: the connection closed and the redial was refused or met a new incarnation.",
+		}),
 	}
 	// Pre-create the reject series so dashboards see zeros.
 	for _, r := range []string{RejectUntrustedCert, RejectClusterID, RejectBadHeader, RejectWrongNode,
@@ -86,6 +91,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.rtt = reg1(m.rtt).(*prometheus.GaugeVec)
 	m.snapsSent = reg1(m.snapsSent).(prometheus.Counter)
 	m.snapsFailed = reg1(m.snapsFailed).(prometheus.Counter)
+	m.peerDeaths = reg1(m.peerDeaths).(prometheus.Counter)
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("register transport metrics: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/quic-go/quic-go"
@@ -31,6 +32,7 @@ type peer struct {
 	ctx     context.Context // cancelled by RemovePeer / Close
 	cancel  context.CancelFunc
 	snapWG  sync.WaitGroup
+	liveUp  atomic.Bool // the liveness link to it is up (liveness.go)
 
 	mu            sync.Mutex
 	addr          string

@@ -92,6 +92,7 @@ type QUIC struct {
 	lconf    *quic.Config // the listener
 	onReject func(error)
 	rejects  *rejectLog
+	live     *livenessServer // nil when the TCP port could not be had (liveness.go)
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -190,6 +191,14 @@ func NewQUIC(cfg QUICConfig) (*QUIC, error) {
 		q.udp.Close()
 		return nil, fmt.Errorf("start QUIC listener on %s: %w", cfg.ListenAddr, err)
 	}
+	// The liveness link (liveness.go) on TCP at the same address: without
+	// it this controller's peers still notice its death, by their election
+	// timeout, so a port in use is a warning, not a failure.
+	q.live, err = newLivenessServer(q.udp.LocalAddr().String(), cfg.TLS.serverConfigCounting(q.onReject, ALPNLiveness))
+	if err != nil {
+		q.log.Warn("liveness listener not started: peers will notice this controller's death by their election timeout only; free TCP on the cluster port to fix",
+			"addr", q.udp.LocalAddr().String(), "err", err)
+	}
 	return q, nil
 }
 
@@ -256,6 +265,9 @@ func (q *QUIC) Start(h Handler) error {
 	q.started, q.handler = true, h
 	q.wg.Go(func() { q.rep.run(h, q.ctx.Done()) })
 	q.wg.Go(q.acceptLoop)
+	if q.live != nil {
+		q.wg.Go(func() { q.live.serve(&q.wg) })
+	}
 	return nil
 }
 
@@ -332,6 +344,7 @@ func (q *QUIC) AddPeer(id uint64, addr string) {
 	p := newPeer(q, id, addr)
 	q.peers[id] = p
 	q.wg.Go(p.run)
+	q.wg.Go(p.watchLiveness)
 }
 
 // RemovePeer stops sending to id and closes its outbound connection.
@@ -377,6 +390,9 @@ func (q *QUIC) Close() error {
 		_ = c.CloseWithError(errCodeShutdown, "node shutting down")
 	}
 	lnErr := q.ln.Close()
+	if q.live != nil {
+		q.live.close()
+	}
 	q.wg.Wait()
 	trErr := q.tr.Close()
 	udpErr := q.udp.Close()

@@ -185,6 +185,9 @@ func crashNode(q *QUIC) {
 	q.mu.Unlock()
 	_ = q.tr.Close() // abrupt: connections die silently
 	_ = q.udp.Close()
+	if q.live != nil {
+		q.live.close() // as the kernel closes a dead process's sockets
+	}
 	q.cancel()
 	q.wg.Wait()
 }
