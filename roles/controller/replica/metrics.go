@@ -26,6 +26,8 @@ type controllerMetrics struct {
 	voters             prometheus.Gauge
 	learners           prometheus.Gauge
 	failureTolerance   prometheus.Gauge
+	leaderDeaths       prometheus.Counter
+	deathCampaigns     prometheus.Counter
 }
 
 func newControllerMetrics(reg *prometheus.Registry) *controllerMetrics {
@@ -74,10 +76,14 @@ func newControllerMetrics(reg *prometheus.Registry) *controllerMetrics {
 			Name: "corral_raft_learners", Help: "Learners (non-voting, catching up) in the current configuration."}),
 		failureTolerance: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "corral_raft_failure_tolerance", Help: "Voters that may fail now without losing the quorum (0 when unhealthy)."}),
+		leaderDeaths: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "corral_raft_leader_deaths_total", Help: "Times this follower heard that its leader's process ended and forgot it, to elect a successor at once."}),
+		deathCampaigns: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "corral_raft_death_campaigns_total", Help: "Campaigns this member started because its leader's process ended (not by election timeout)."}),
 	}
 	reg.MustRegister(m.msgsDropped, m.voters, m.learners, m.failureTolerance, m.term, m.hasLeader, m.isLeader, m.leaderChanges, m.commitIndex, m.appliedIndex,
 		m.proposalsCommitted, m.proposalsFailed, m.entriesSkipped, m.applyDuration, m.syncDuration, m.snapshots,
-		m.snapshotSize, m.snapshotDuration,
+		m.snapshotSize, m.snapshotDuration, m.leaderDeaths, m.deathCampaigns,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -99,6 +99,7 @@ func (c *Replica) handleReady(rd raft.Ready) {
 
 func (c *Replica) updateSoftState(ss *raft.SoftState) {
 	prev := c.leader.Swap(ss.Lead)
+	c.raftState.Store(uint32(ss.RaftState))
 	isLeader := ss.RaftState == raft.StateLeader
 	wasLeader := c.isLeader.Swap(isLeader)
 	if ss.Lead != 0 {

@@ -113,6 +113,8 @@ type Replica struct {
 	term      atomic.Uint64
 	commit    atomic.Uint64
 	isLeader  atomic.Bool
+	raftState atomic.Uint32 // raft.StateType of the latest SoftState
+	death     deathElection // after the leader's process ended (leaderdeath.go)
 
 	applied appliedWaiter
 	waits   waitRegistry
