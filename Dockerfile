@@ -31,8 +31,9 @@ VOLUME /data
 
 # The ports the documentation and deploy/compose use (corral has no
 # built-in defaults): the HTTP API (8080), the controllers' cluster link
-# (QUIC, so UDP, 7001) and a worker's /healthz, /readyz and /metrics (9100).
-EXPOSE 8080/tcp 7001/udp 9100/tcp
+# (QUIC, so UDP, 7001), their liveness link on the same port over TCP, and
+# a worker's /healthz, /readyz and /metrics (9100).
+EXPOSE 8080/tcp 7001/udp 7001/tcp 9100/tcp
 
 ENTRYPOINT ["/corral"]
 CMD ["--help"]

@@ -431,6 +431,10 @@ func TestControllerPeers(t *testing.T) {
 	if !ok || cluster.Protocol != corev1.ProtocolUDP {
 		t.Fatalf("the controller container needs a UDP port named cluster (QUIC), got %+v", cluster)
 	}
+	live, ok := containerPort(sts.Spec.Template.Spec, "liveness")
+	if !ok || live.Protocol != corev1.ProtocolTCP || live.ContainerPort != cluster.ContainerPort {
+		t.Fatalf("the controller container needs a TCP port named liveness on the cluster port %d (the liveness link), got %+v", cluster.ContainerPort, live)
+	}
 
 	// --controllers lists every pod, by ordinal, at its headless name.
 	want := map[string]string{}
