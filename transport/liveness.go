@@ -25,7 +25,8 @@ import (
 // A closed connection alone is not proof: the peer may have dropped it, or
 // something on the path reset it. The watcher dials again at once; only a
 // refused dial (nothing listens on the port any more) or an answer from
-// another incarnation (the process restarted) counts as the peer's death.
+// another incarnation (the process restarted) counts as the peer's death;
+// a reset redial is tried again (confirmDial).
 // Anything else — a timeout, a failed handshake, a host that is gone
 // without a word — proves nothing, and raft's election timeout stays the
 // only judge. Both ends authenticate with the cluster's mutual TLS, so the
@@ -226,7 +227,7 @@ func (p *peer) watchLiveness() {
 		if p.ctx.Err() != nil {
 			return
 		}
-		next, err := dialLiveness(p.ctx, p.currentAddr(), conf)
+		next, err := p.confirmDial(conf)
 		switch {
 		case err != nil && refused(err):
 			p.q.met.peerDeaths.Inc()
@@ -244,6 +245,37 @@ func (p *peer) watchLiveness() {
 			cur = next // the same process: the connection alone was lost
 		}
 	}
+}
+
+// confirmAttempts bounds the redials that judge a closed liveness
+// connection, confirmGap the wait between them.
+const (
+	confirmAttempts = 5
+	confirmGap      = 20 * time.Millisecond
+)
+
+// confirmDial is the redial after a closed connection. A process that is
+// ending closes its connections a moment before its listener, so a redial
+// made in that moment is accepted by the kernel and then reset: the dial
+// is tried again on a reset, a closed connection or a failed read, until
+// it is refused, answers, or times out.
+func (p *peer) confirmDial(conf *tls.Config) (*livenessWatch, error) {
+	var err error
+	for i := range confirmAttempts {
+		var w *livenessWatch
+		w, err = dialLiveness(p.ctx, p.currentAddr(), conf)
+		if err == nil || refused(err) || isTimeout(err) || p.ctx.Err() != nil {
+			return w, err
+		}
+		sleepCtx(p.ctx, time.Duration(i+1)*confirmGap)
+	}
+	return nil, err
+}
+
+// isTimeout reports whether err is a dial or read that ran out of time.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
 }
 
 // currentAddr is the peer's address now (AddPeer may change it).

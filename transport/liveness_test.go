@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"net"
 	"testing"
 	"time"
 
@@ -88,4 +89,25 @@ func TestLiveness_WrongPeerNeverReported(t *testing.T) {
 	a.q.AddPeer(2, c.q.Addr().String())
 	require.NoError(t, c.q.Close())
 	require.Never(t, func() bool { return a.h.goneCount(2) > 0 }, 500*time.Millisecond, 20*time.Millisecond)
+}
+
+// A process that is ending closes its connections a moment before its
+// listener: a redial in that moment is accepted by the kernel and reset.
+// The confirming redial tries again, and finds nothing listening.
+func TestLiveness_RedialRetriesAResetWhileThePeerExits(t *testing.T) {
+	t.Parallel()
+	bs := clusterBundles(t, 2)
+	a := startNode(t, 1, bs[0], "", "")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			c.Close() // the reset of the exiting process
+		}
+		ln.Close() // then its listener goes
+	}()
+	p := newPeer(a.q, 2, ln.Addr().String())
+	_, err = p.confirmDial(p.q.cfg.TLS.clientConfig(nil, 2, ALPNLiveness))
+	require.True(t, refused(err), "want a refused dial after the reset, got %v", err)
 }
