@@ -1,10 +1,12 @@
 package roles
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.etcd.io/raft/v3/raftpb"
 
 	"github.com/corral-dev/corral/roles/controller"
 	"github.com/corral-dev/corral/roles/internal/testcluster"
@@ -89,4 +91,32 @@ func TestController_ALoneMistakenDeathReportDisruptsNothing(t *testing.T) {
 		return false
 	}, time.Second, 10*time.Millisecond, "a lone report changed the term or the leader")
 	require.Eventually(t, func() bool { return wc.Node(told).LeaderID() == oldID }, 10*time.Second, 5*time.Millisecond)
+}
+
+// The first-ranked survivor is often the follower that lagged (the one
+// outside the leader's fastest quorum), and a candidate with a shorter log
+// cannot win. The follower that refuses its pre-vote for that reason
+// campaigns at once instead of waiting for its rank: four ticks here are
+// 2 s, and the successor must lead within 1.5 s.
+func TestController_LeaderDeathTheFurtherFollowerCampaignsWhenTheFirstRankedLags(t *testing.T) {
+	const tick = 500 * time.Millisecond
+	wc := testcluster.New(t, 3, func(c *controller.Config) {
+		c.TickInterval, c.ElectionTicks = tick, 10 // elections time out after 5-10 s
+		c.SessionTimeout = 30 * time.Second
+	})
+	old := wc.Leader()
+	oldID := old.NodeID()
+	others := wc.Others(oldID)
+	lagging, ahead := others[0], others[1] // ranked by id: the lagging one first
+	wc.Net.Hold(func(_ uint64, m *raftpb.Message) bool {
+		return m.GetTo() == lagging && m.GetType() == raftpb.MsgApp
+	})
+	t.Cleanup(wc.Net.ReleaseHeld)
+	for i := range 5 {
+		_, err := wc.Put(oldID, fmt.Sprintf("k%d", i), "v")
+		require.NoError(t, err)
+	}
+	wc.StopController(oldID)
+	require.Eventually(t, func() bool { return wc.Node(ahead).LeaderID() == ahead }, 1500*time.Millisecond, 5*time.Millisecond,
+		"controller %d, further along than %d, did not lead within 1.5 s", ahead, lagging)
 }

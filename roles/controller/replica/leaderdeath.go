@@ -27,7 +27,10 @@ var _ transport.PeerGoneHandler = (*Replica)(nil)
 // id; the first campaigns at once and again every two ticks while no
 // leader is known (its pre-vote is ignored by a follower that has not
 // heard the news yet), the next waits deathCampaignStagger ticks per rank
-// before it joins in (the first may be cut off, or its log behind).
+// before it joins in (the first may be cut off). A survivor that refuses
+// the first one's pre-vote because its own log is further along campaigns
+// at once instead (preVoteRefused): under load the first-ranked is often
+// the follower that lagged.
 // Nothing here changes raft's safety: a vote still needs a majority and an
 // up-to-date log, and reads are ReadOnlySafe (ForgetLeader is refused
 // with lease-based reads). A false report costs at most a pre-vote that
@@ -54,6 +57,24 @@ type deathElection struct {
 	leader uint64 // the dead leader
 	term   uint64 // its term
 	gen    uint64 // bumped by each new report; an older election gives up
+	// kick asks the election under way to campaign now: this member
+	// refused a pre-vote because its log is ahead (preVoteRefused).
+	kick chan struct{}
+}
+
+// preVoteRefused runs when this member sends the refusal of a pre-vote
+// (on the append loop: raft sends vote answers after the write before
+// them). While it is electing a dead leader's successor, the refusal
+// means the candidate's log is behind this one's (a follower that has
+// forgotten its leader refuses for no other reason), so the candidate
+// cannot win and this member, further along, should campaign now rather
+// than wait for its rank: the first-ranked survivor is often the one that
+// lagged, the follower outside the leader's fastest quorum.
+func (c *Replica) preVoteRefused() {
+	select {
+	case c.death.kick <- struct{}{}:
+	default:
+	}
 }
 
 // PeerGone is the transport's word that controller id's process ended
@@ -104,9 +125,14 @@ func (c *Replica) electAfterLeaderDeath(dead, gen uint64) {
 	}
 	t := time.NewTimer(wait)
 	defer t.Stop()
+	select {
+	case <-c.death.kick: // from an election before this one
+	default:
+	}
 	for {
 		select {
 		case <-t.C:
+		case <-c.death.kick:
 		case <-ctx.Done():
 			return
 		case <-c.stopc:

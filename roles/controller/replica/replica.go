@@ -178,6 +178,7 @@ func Open(cfg Config) (*Replica, error) {
 		failed:   make(chan error, 1),
 		snapDone: make(chan snapResult, 1),
 		fwdProps: make(chan *pb.Message, forwardedProposalQueue),
+		death:    deathElection{kick: make(chan struct{}, 1)},
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.clusterID.Store("")

@@ -238,6 +238,10 @@ func (c *Replica) deliver(resps []*pb.Message) {
 	for _, m := range resps {
 		if m.GetTo() != c.cfg.NodeID {
 			remote = append(remote, m)
+			// raft sends (pre-)vote answers after the write they follow
+			if m.GetType() == pb.MsgPreVoteResp && m.GetReject() {
+				c.preVoteRefused() // leaderdeath.go
+			}
 		}
 	}
 	c.send(remote) // first: a follower's acknowledgement is what the leader waits for
