@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/corral-dev/corral/metadata"
 )
@@ -91,21 +90,50 @@ func (a *appliedWaiter) wait(ctx context.Context, i uint64) error {
 	}
 }
 
-// waitLeader waits until some leader is known or ctx ends.
+// waitLeader waits until some leader is known or ctx ends. It wakes when
+// the leader changes (leaderKnown), not on a timer: a leader elected a few
+// milliseconds after its predecessor's death (leaderdeath.go) should not
+// wait out a tick before it gets the writes that queued meanwhile.
 func (c *Replica) waitLeader(ctx context.Context) error {
-	for c.leader.Load() == 0 {
-		t := time.NewTimer(c.cfg.TickInterval)
+	for {
+		changed := c.leaderKnown.get()
+		if c.leader.Load() != 0 {
+			return nil
+		}
 		select {
-		case <-t.C:
+		case <-changed:
 		case <-ctx.Done():
-			t.Stop()
 			return ErrNoLeader
 		case <-c.stopc:
-			t.Stop()
 			return ErrStopped
 		}
 	}
-	return nil
+}
+
+// broadcast is a channel closed, and replaced, at every event.
+type broadcast struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+// get returns the channel the next event closes.
+func (b *broadcast) get() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ch == nil {
+		b.ch = make(chan struct{})
+	}
+	return b.ch
+}
+
+// fire wakes everyone waiting on get.
+func (b *broadcast) fire() {
+	b.mu.Lock()
+	if b.ch != nil {
+		close(b.ch)
+		b.ch = nil
+	}
+	b.mu.Unlock()
 }
 
 // Propose replicates cmd and returns its result once this controller has

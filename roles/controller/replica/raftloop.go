@@ -113,6 +113,7 @@ func (c *Replica) updateSoftState(ss *raft.SoftState) {
 		c.met.isLeader.Set(0)
 	}
 	if prev != ss.Lead {
+		c.leaderKnown.fire()
 		if ss.Lead != 0 {
 			c.met.leaderChanges.Inc()
 			c.leaders.observe(time.Now(), ss.Lead, c.term.Load())

@@ -115,6 +115,8 @@ type Replica struct {
 	isLeader  atomic.Bool
 	raftState atomic.Uint32 // raft.StateType of the latest SoftState
 	death     deathElection // after the leader's process ended (leaderdeath.go)
+	// leaderKnown fires at every leader change (waitLeader).
+	leaderKnown broadcast
 
 	applied appliedWaiter
 	waits   waitRegistry
