@@ -111,3 +111,32 @@ func TestLiveness_RedialRetriesAResetWhileThePeerExits(t *testing.T) {
 	_, err = p.confirmDial(p.q.cfg.TLS.clientConfig(nil, 2, ALPNLiveness))
 	require.True(t, refused(err), "want a refused dial after the reset, got %v", err)
 }
+
+// The listener takes a bounded number of connections, and one that never
+// finishes its handshake gives its slot back after the handshake deadline:
+// strangers holding every slot delay a peer's link, never the node.
+func TestLiveness_StrangersHoldingEverySlotOnlyDelayAPeer(t *testing.T) {
+	t.Parallel()
+	bs := clusterBundles(t, 2)
+	a := startNode(t, 1, bs[0], "", "")
+	b := startNode(t, 2, bs[1], "", "")
+	var strangers []net.Conn
+	for range maxLivenessConns + 16 {
+		c, err := net.Dial("tcp", b.q.Addr().String())
+		require.NoError(t, err)
+		strangers = append(strangers, c)
+	}
+	t.Cleanup(func() {
+		for _, c := range strangers {
+			c.Close()
+		}
+	})
+	require.Eventually(t, func() bool { return b.q.live.acceptedCount() >= maxLivenessConns }, waitFor, 5*time.Millisecond)
+	b.q.live.mu.Lock()
+	open := len(b.q.live.conns)
+	b.q.live.mu.Unlock()
+	require.LessOrEqual(t, open, maxLivenessConns)
+	a.q.AddPeer(2, b.q.Addr().String())
+	require.Eventually(t, func() bool { return linkUp(a, 2) }, waitFor, 10*time.Millisecond,
+		"the peer's link never came up once the strangers' handshakes timed out")
+}
