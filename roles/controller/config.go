@@ -246,7 +246,39 @@ func (c *Config) Validate() error {
 	if c.Peers[c.NodeID] == "" {
 		c.Peers[c.NodeID] = c.ClusterAddr
 	}
+	if err := c.checkLivenessPort(); err != nil {
+		return err
+	}
 	return c.ZK.validate()
+}
+
+// checkLivenessPort refuses a TCP listener on the cluster port's number:
+// the controllers' liveness link (transport/liveness.go) listens there
+// on TCP, beside QUIC on UDP, and whichever started second would fail.
+func (c *Config) checkLivenessPort() error {
+	if c.Transport != nil {
+		return nil // in memory: no sockets
+	}
+	ch, cp, err := net.SplitHostPort(c.ClusterAddr)
+	if err != nil || cp == "0" {
+		return nil
+	}
+	for _, l := range []struct{ flag, addr string }{{"--http-addr", c.HTTPAddr}, {"--metrics-addr", c.MetricsAddr}, {"--zk-addr", c.ZK.Addr}} {
+		h, p, err := net.SplitHostPort(l.addr)
+		if err != nil || p != cp || !sameHost(h, ch) {
+			continue
+		}
+		return fmt.Errorf("%s %s uses TCP port %s, which --cluster-addr %s takes on TCP too (the controllers' liveness link, beside QUIC on UDP): give %s another port",
+			l.flag, l.addr, p, c.ClusterAddr, l.flag)
+	}
+	return nil
+}
+
+// sameHost reports whether two listen hosts may be the same address: the
+// same name, or either one every address.
+func sameHost(a, b string) bool {
+	every := func(h string) bool { return h == "" || h == "0.0.0.0" || h == "::" }
+	return a == b || every(a) || every(b)
 }
 
 // ParsePeers parses "1@host:port,2@host:port" into id -> address.
