@@ -28,7 +28,7 @@ func devCommand() *cli.Command {
 			&cli.StringFlag{Name: "http-addr", Value: "127.0.0.1:8080", EnvVars: envVars("http-addr"),
 				Usage: "HOST:PORT for the HTTP API"},
 			&cli.StringFlag{Name: "cluster-addr", Value: "127.0.0.1:7080", EnvVars: envVars("cluster-addr"),
-				Usage: "HOST:PORT for controller-to-controller traffic (QUIC)"},
+				Usage: "HOST:PORT for controller-to-controller traffic (QUIC on UDP, the liveness link on TCP)"},
 			&cli.IntFlag{Name: "workers", Value: 1, EnvVars: envVars("workers"),
 				Usage: "how many workers to run (0: only the controller, which runs no jobs)"},
 		}, append(zkFlags("127.0.0.1:2181"), logFlags()...)...),

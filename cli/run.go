@@ -35,7 +35,7 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "data-dir", EnvVars: envVars("data-dir"),
 				Usage: "directory for the raft log and snapshots"},
 			&cli.StringFlag{Name: "cluster-addr", EnvVars: envVars("cluster-addr"),
-				Usage: "HOST:PORT to listen on for other controllers (QUIC); default: this node's --controllers entry"},
+				Usage: "HOST:PORT to listen on for other controllers (QUIC on UDP, and the liveness link on TCP at the same port); default: this node's --controllers entry"},
 			&cli.StringFlag{Name: "http-addr", EnvVars: envVars("http-addr"),
 				Usage: "HOST:PORT for the HTTP API, e.g. 127.0.0.1:8080"},
 			&cli.StringFlag{Name: "http-advertise-addr", EnvVars: envVars("http-advertise-addr"),
