@@ -82,7 +82,9 @@ func failoverSeeds(t *testing.T) int {
 // reordered), the fault lands at a random phase of the heartbeat cycle,
 // and each round the leader either goes silent for a random time and comes
 // back (a pause or a partition) or is killed (cut off first, so it says
-// goodbye to no one, then closed) and restarted from its data dir. No
+// goodbye to no one, then closed) and restarted from its data dir; a third
+// of the kills are heard of at once, as the liveness link reports a dead
+// process, and the survivors elect without waiting out a timeout. No
 // worker may fence itself or be fenced, and no epoch may change. A failing
 // seed reruns alone: go test ./roles -run 'RandomLeaderFailures/seed=N'.
 func TestWorker_RandomLeaderFailuresUnderLossFenceNoWorker(t *testing.T) {
@@ -101,10 +103,17 @@ func TestWorker_RandomLeaderFailuresUnderLossFenceNoWorker(t *testing.T) {
 				// Land the fault at a random point of the heartbeat cycle;
 				// the waits here are the schedule, not waits for a condition.
 				time.Sleep(time.Duration(rng.Int64N(int64(heartbeat))))
-				kill := rng.IntN(2) == 0
+				fault := rng.IntN(3)
+				kill := fault > 0
 				wc.Net.Isolate(lead)
 				if kill {
 					wc.StopController(lead)
+				}
+				if fault == 2 {
+					// A crash the others hear of (the liveness link:
+					// its sockets close), so they elect at once.
+					wc.Net.Heal()
+					wc.Net.ReportGone(lead)
 				}
 				newLead := wc.WaitLeader(wc.Others(lead)...)
 				// A controller restarted in an earlier round may win and
