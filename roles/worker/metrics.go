@@ -12,6 +12,7 @@ type workerAgentMetrics struct {
 	refusedFencings prometheus.Counter
 	staleCtrl       prometheus.Counter
 	reconnects      prometheus.Counter
+	beckoned        prometheus.Counter
 	standbys        prometheus.Gauge
 	alive           prometheus.Gauge
 	epoch           prometheus.Gauge
@@ -43,6 +44,8 @@ func newWorkerAgentMetrics(reg prometheus.Registerer) *workerAgentMetrics {
 			Help: "Controller messages refused because their controller epoch was older than one already seen."}),
 		reconnects: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "corral_worker_connections_total", Help: "Connections this worker opened to controllers."}),
+		beckoned: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "corral_worker_beckons_total", Help: "Times a controller this worker held a standby to said it leads now, and the worker pinged it at once."}),
 		alive: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "corral_worker_alive", Help: "1 while this worker holds a live session, 0 while fenced."}),
 		epoch: prometheus.NewGauge(prometheus.GaugeOpts{
@@ -52,7 +55,7 @@ func newWorkerAgentMetrics(reg prometheus.Registerer) *workerAgentMetrics {
 	}
 	if reg != nil {
 		reg.MustRegister(wm.rtt, wm.sent, wm.acked, wm.registrations, wm.selfFencings, wm.refusedFencings,
-			wm.staleCtrl, wm.reconnects, wm.standbys, wm.alive, wm.epoch, wm.ctrlEpoch)
+			wm.staleCtrl, wm.reconnects, wm.beckoned, wm.standbys, wm.alive, wm.epoch, wm.ctrlEpoch)
 	}
 	return wm
 }

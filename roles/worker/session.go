@@ -169,6 +169,9 @@ func (w *Worker) onInbound(in inbound) {
 		w.pubCtrlEpoch.Store(e)
 		w.met.ctrlEpoch.Set(float64(e))
 	}
+	if r, ok := m.(*transport.Redirect); ok && r.Seq == 0 {
+		return // a new leader's beckon is for standbys (standby.go); here the session or a probe goes on
+	}
 	if c == w.probe {
 		w.onProbeMessage(m, time.Now())
 		return

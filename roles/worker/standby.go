@@ -205,6 +205,10 @@ func (w *Worker) closeStandbys() {
 // normal answer. An acknowledgement means this controller now leads and
 // has taken the session: it becomes the session's connection.
 func (w *Worker) onStandbyMessage(c *wconn, m transport.ControllerMessage) {
+	if r, ok := m.(*transport.Redirect); ok && r.Seq == 0 {
+		w.onBeckon(c, r)
+		return
+	}
 	ack, ok := m.(*transport.HeartbeatAck)
 	if !ok || !w.alive || w.conn == nil || ack.Epoch != w.epoch || ack.Seq != c.pingSeq {
 		return
@@ -218,4 +222,18 @@ func (w *Worker) onStandbyMessage(c *wconn, m transport.ControllerMessage) {
 	w.keepStandby(old)
 	w.pending[ack.Seq] = c.lastSent // the acknowledged ping counts as a heartbeat sent then
 	w.onAck(ack)
+}
+
+// onBeckon answers a new leader's beckon (roles/controller/sessions/
+// beckon.go): the controller at the other end of standby c says it leads
+// in a newer term than the leader acknowledging this worker. The worker
+// pings it at once; its acknowledgement moves the session there
+// (onStandbyMessage) without waiting to find the old leader silent. A
+// false claim costs one ping, answered with a redirect or a refusal.
+func (w *Worker) onBeckon(c *wconn, r *transport.Redirect) {
+	if !w.alive || w.conn == nil || r.ControllerEpoch <= w.ackedByCtrl {
+		return
+	}
+	w.met.beckoned.Inc()
+	w.pingStandby(c, time.Now())
 }

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"log/slog"
 	"testing"
 	"time"
 
@@ -38,4 +39,40 @@ func TestStandbyRedialAfter_WithinHalfToTwoSessionTimeouts(t *testing.T) {
 		require.GreaterOrEqual(t, first, time.Duration(0))
 		require.LessOrEqual(t, first, 10*time.Second)
 	}
+}
+
+// writeStream accepts every write and counts them.
+type writeStream struct {
+	nopStream
+	writes int
+}
+
+func (s *writeStream) Write(b []byte) (int, error)      { s.writes++; return len(b), nil }
+func (s *writeStream) SetWriteDeadline(time.Time) error { return nil }
+
+// A new leader's beckon (an unsolicited redirect, sequence 0) makes the
+// worker ping that standby at once; on the session's own stream it is
+// ignored, so a healthy session is never dropped for it, and an old
+// leader's beckon is ignored too.
+func TestWorker_BeckonPingsTheStandbyAndLeavesTheSessionAlone(t *testing.T) {
+	session, standby := &writeStream{}, &writeStream{}
+	w := &Worker{cfg: Config{HeartbeatInterval: time.Second}, alive: true, epoch: 1, highestCtrl: 5, ackedByCtrl: 5,
+		conn:    &wconn{id: 1, addr: "a", s: session},
+		standby: map[string]*wconn{"b": {id: 2, addr: "b", s: standby}},
+		pending: map[uint64]time.Time{},
+		met:     newWorkerAgentMetrics(nil), log: slog.New(slog.DiscardHandler), kickT: time.NewTimer(time.Hour)}
+	defer w.kickT.Stop()
+
+	w.onInbound(inbound{connID: 1, msg: &transport.Redirect{ControllerEpoch: 6, LeaderID: 1, LeaderAddr: "a"}})
+	require.Equal(t, "a", w.conn.addr, "the session stream was dropped for a beckon")
+	require.Len(t, w.standby, 1)
+	require.Zero(t, session.writes)
+
+	w.onInbound(inbound{connID: 2, msg: &transport.Redirect{ControllerEpoch: 5, LeaderID: 2, LeaderAddr: "b"}})
+	require.Zero(t, standby.writes, "a beckon no newer than the acknowledging leader's term")
+
+	w.onInbound(inbound{connID: 2, msg: &transport.Redirect{ControllerEpoch: 6, LeaderID: 2, LeaderAddr: "b"}})
+	require.Equal(t, 1, standby.writes, "the standby was not pinged")
+	require.NotZero(t, w.standby["b"].pingSeq)
+	require.Equal(t, "a", w.conn.addr, "the session moves on the ping's acknowledgement, not before")
 }

@@ -16,6 +16,7 @@ type sessionMetrics struct {
 	leaves               prometheus.Counter
 	staleRefused         prometheus.Counter
 	redirects            prometheus.Counter
+	beckons              prometheus.Counter
 	badStreams           prometheus.Counter
 	impersonations       prometheus.Counter
 	assignments          prometheus.Counter
@@ -47,6 +48,8 @@ func newSessionMetrics(reg prometheus.Registerer) *sessionMetrics {
 			Help: "Heartbeats refused because they carried a fenced or superseded worker epoch."}),
 		redirects: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "corral_workers_redirects_total", Help: "Worker messages answered with a redirect to the leader."}),
+		beckons: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "corral_workers_beckons_total", Help: "Worker streams this controller told, on becoming leader, that it leads now (a worker acts on it on a standby)."}),
 		badStreams: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "corral_workers_bad_streams_total",
 			Help: "Worker streams closed for a bad preamble, a malformed message or a protocol violation."}),
@@ -61,7 +64,7 @@ func newSessionMetrics(reg prometheus.Registerer) *sessionMetrics {
 	sm.fencings.WithLabelValues("session_timeout")
 	if reg != nil {
 		reg.MustRegister(sm.heartbeats, sm.handleSeconds, sm.registrations, sm.registrationsRefused, sm.fencings,
-			sm.leaves, sm.staleRefused, sm.redirects, sm.badStreams, sm.impersonations, sm.assignments, sm.reports)
+			sm.leaves, sm.staleRefused, sm.redirects, sm.beckons, sm.badStreams, sm.impersonations, sm.assignments, sm.reports)
 	}
 	return sm
 }

@@ -84,6 +84,8 @@ func (m *Manager) serveStream(s transport.Stream) {
 		certID = peer.ID
 	}
 	out := &streamWriter{s: s}
+	m.addStream(out)
+	defer m.forgetStream(out)
 	for {
 		// A live worker writes at least every heartbeat interval; a stream
 		// silent for two session timeouts belongs to a worker that is gone.

@@ -101,6 +101,9 @@ type Manager struct {
 	sessions    map[string]*session
 	registering map[string]bool
 	fencing     bool // a fence proposal is in flight
+	// streams are the open worker streams, which a new leader beckons
+	// (beckon.go).
+	streams map[*streamWriter]struct{}
 
 	jobs sessionJobs // assignments, reports and log reads (jobs.go)
 
@@ -133,6 +136,7 @@ func New(c Cluster, cfg Config) *Manager {
 	m := &Manager{
 		c: c, cfg: cfg, log: cfg.Logger.With("component", "sessions"), timeout: cfg.SessionTimeout,
 		ln: cfg.Listener, sessions: map[string]*session{}, registering: map[string]bool{},
+		streams: map[*streamWriter]struct{}{},
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.met = newSessionMetrics(cfg.Registerer)
@@ -217,6 +221,8 @@ func (m *Manager) takeOver(gen, term uint64) {
 	m.ready, m.since = true, now
 	m.log.Info("worker sessions: took over as leader", "controller_epoch", term, "tracked_workers", len(m.sessions),
 		"fence_silent_after", m.timeout)
+	outs := m.streamsLocked()
+	m.wg.Go(func() { m.beckon(gen, term, outs) })
 }
 
 // CheckEvery is how often the leader looks for expired sessions: a
