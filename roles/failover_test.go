@@ -177,3 +177,50 @@ func TestWorker_FailoverResumesOnStandbyConnectionsWithoutANewHandshake(t *testi
 	}
 	require.Empty(t, anyFenced(t, ws))
 }
+
+// A new leader beckons the workers on their standby streams
+// (roles/controller/sessions/beckon.go): each pings it at once and moves
+// its session there, before it could find its old leader silent (0.75 of
+// its 1 s heartbeat interval after an unanswered heartbeat; the election
+// here takes 140-280 ms).
+func TestWorker_NewLeaderBeckonsTheWorkersOnTheirStandbys(t *testing.T) {
+	const sessionTimeout = 4 * time.Second
+	wc := testcluster.New(t, 3, func(c *controller.Config) { c.SessionTimeout = sessionTimeout })
+	tweak := func(c *worker.Config) { c.HeartbeatInterval = time.Second }
+	ws := []*testcluster.Worker{wc.StartWorker("", tweak), wc.StartWorker("", tweak), wc.StartWorker("", tweak)}
+	wc.WaitAlive(ws...)
+	for _, w := range ws {
+		require.Eventually(t, func() bool {
+			return testcluster.Metric(t, w.Registry(), "corral_worker_standby_connections") == 2
+		}, 30*time.Second, 5*time.Millisecond, "worker %s never opened its standby connections", w.ID())
+	}
+	for round := range 2 {
+		old := wc.Leader().NodeID()
+		before := map[string]float64{}
+		for _, w := range ws {
+			before[w.ID()] = testcluster.Metric(t, w.Registry(), "corral_worker_beckons_total")
+		}
+		wc.Net.Isolate(old)
+		lead := wc.WaitLeader(wc.Others(old)...)
+		addr := wc.Addr(lead)
+		for _, w := range ws {
+			require.Eventually(t, func() bool { st := w.Status(); return st.Alive && st.Leader == addr },
+				5*time.Second, 5*time.Millisecond, "round %d: worker %s did not move to the new leader", round, w.ID())
+			require.Greater(t, testcluster.Metric(t, w.Registry(), "corral_worker_beckons_total"), before[w.ID()],
+				"round %d: worker %s moved without the new leader's beckon", round, w.ID())
+		}
+		require.GreaterOrEqual(t, testcluster.Metric(t, wc.Node(lead).Registry(), "corral_workers_beckons_total"), 3.0)
+		wc.Net.Heal()
+		wc.WaitLeader(wc.IDs()...)
+		// Standbys to the healed controller come back within [T/2, 2T].
+		for _, w := range ws {
+			require.Eventually(t, func() bool {
+				return testcluster.Metric(t, w.Registry(), "corral_worker_standby_connections") == 2
+			}, 30*time.Second, 5*time.Millisecond, "worker %s lost a standby for good", w.ID())
+		}
+	}
+	require.Empty(t, anyFenced(t, ws))
+	for _, w := range ws {
+		require.Equal(t, uint64(1), w.Status().Epoch)
+	}
+}

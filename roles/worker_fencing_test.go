@@ -49,12 +49,20 @@ func (p *rawPeer) send(m transport.WorkerMessage, preamble bool) {
 	require.NoError(p.t, err)
 }
 
+// recv returns the next reply. A new leader's beckon (an unsolicited
+// redirect, sequence 0, roles/controller/sessions/beckon.go) is no reply:
+// a stream opened to a controller that just won its election gets one.
 func (p *rawPeer) recv() transport.WorkerMessage {
 	p.t.Helper()
-	require.NoError(p.t, p.s.SetReadDeadline(time.Now().Add(10*time.Second)))
-	m, _, err := transport.ReadWorkerMessage(p.br, nil)
-	require.NoError(p.t, err)
-	return m
+	for {
+		require.NoError(p.t, p.s.SetReadDeadline(time.Now().Add(10*time.Second)))
+		m, _, err := transport.ReadWorkerMessage(p.br, nil)
+		require.NoError(p.t, err)
+		if r, ok := m.(*transport.Redirect); ok && r.Seq == 0 {
+			continue
+		}
+		return m
+	}
 }
 
 func TestWorker_ControllerRefusesStaleWorkerEpochOverTheTransport(t *testing.T) {
