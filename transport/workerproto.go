@@ -27,12 +27,13 @@ import (
 //
 // A leader failover must fit in the worker's self-fence margin (6 s):
 // noticing the silent leader (0.75 of a 1 s heartbeat interval), an
-// election (randomized 1-2 s at 100 ms ticks) and, rarely, a second one
-// after a split vote (another 2 s), learning the winner (a re-ask at most
-// a quarter interval late) and resuming the session there: about 5.3 s in
-// the worst case (docs/ARCHITECTURE.md, "What happens when the leader
-// dies"). 5 s, the old default, left 3 s and fenced workers on ordinary
-// failovers. KRaft's broker session timeout is 9 s, Nomad's minimum
+// election (randomized 0.7-1.4 s at 7 ticks of 100 ms; milliseconds when
+// the leader's process ended, transport/liveness.go) and, rarely, a second
+// one after a split vote, learning the winner (a new leader beckons, or a
+// re-ask at most a quarter interval late) and resuming the session there:
+// about 3.2 s in the worst case (docs/ARCHITECTURE.md, "What a failover
+// costs a worker"). 5 s, the old default, left 3 s and fenced workers on
+// ordinary failovers. KRaft's broker session timeout is 9 s, Nomad's minimum
 // heartbeat TTL 10 s.
 const DefaultSessionTimeout = 10 * time.Second
 
