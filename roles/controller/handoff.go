@@ -58,7 +58,12 @@ func (c *Controller) handOff(term uint64) {
 	c.log.Info("leading soon after start while workers are registered: handing leadership to a controller that "+
 		"holds their standby connections", "uptime", time.Since(c.started).Round(time.Millisecond), "term", term)
 	if err := c.r.HandOff(ctx); err != nil {
+		// Raft gave the transfer up (the target did not catch up in
+		// time, on a loaded machine): the leadership stays here for now,
+		// and a later election within the window may try again. Only a
+		// hand-off that happened counts as the one per process.
 		c.log.Info("leadership stays here", "err", err)
+		c.handedOff.Store(false)
 		return
 	}
 	c.handOffs.Inc()
