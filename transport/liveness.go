@@ -46,6 +46,8 @@ const (
 	// livenessDialTimeout bounds a dial and handshake of the link; the
 	// confirming redial after a closed connection uses it too.
 	livenessDialTimeout = time.Second
+	// acceptRetry is the pause after a failed accept.
+	acceptRetry = 50 * time.Millisecond
 )
 
 // PeerGoneHandler is what a Handler implements to hear that a peer's
@@ -92,7 +94,10 @@ func (s *livenessServer) serve(wg *sync.WaitGroup) {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
-			continue // a transient accept error (EMFILE...): try the next one
+			// A transient accept error (EMFILE...): wait a little, as
+			// net/http does, rather than spin a core while it lasts.
+			time.Sleep(acceptRetry)
+			continue
 		}
 		select {
 		case s.slots <- struct{}{}:
