@@ -4,6 +4,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -29,6 +30,7 @@ type metrics struct {
 	snapsSent   prometheus.Counter
 	snapsFailed prometheus.Counter
 	peerDeaths  prometheus.Counter
+	udp         *UDPSocketCollector
 }
 
 // newMetrics builds the transport's metrics and registers them with reg
@@ -68,6 +70,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Peer processes seen to end on the liveness link: the connection closed and the redial was refused or met a new incarnation.",
 		}),
 	}
+	m.udp = NewUDPSocketCollector("corral_transport_")
 	// Pre-create the reject series so dashboards see zeros.
 	for _, r := range []string{RejectUntrustedCert, RejectClusterID, RejectBadHeader, RejectWrongNode,
 		RejectNoIdentity, RejectForeignCluster, RejectWrongRole, RejectRevoked} {
@@ -92,6 +95,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.snapsSent = reg1(m.snapsSent).(prometheus.Counter)
 	m.snapsFailed = reg1(m.snapsFailed).(prometheus.Counter)
 	m.peerDeaths = reg1(m.peerDeaths).(prometheus.Counter)
+	m.udp = reg1(m.udp).(*UDPSocketCollector)
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("register transport metrics: %w", err)
 	}
@@ -154,4 +158,60 @@ func RegisterCertExpiry(reg prometheus.Registerer, name string, leaf func() *x50
 		return fmt.Errorf("register %s{cert=%q}: %w", CertExpiryMetric, name, err)
 	}
 	return nil
+}
+
+// UDPSocketCollector reports, at each scrape, the kernel's counts for a
+// UDP socket (udpstats.go) as PREFIXudp_receive_drops_total (datagrams
+// dropped because the socket's receive buffer was full) and
+// PREFIXudp_receive_queue_bytes (bytes waiting in it). A socket the
+// kernel cannot report on (closed, or not Linux) yields no sample.
+type UDPSocketCollector struct {
+	src   atomic.Pointer[func() (UDPSocket, error)]
+	drops *prometheus.Desc
+	queue *prometheus.Desc
+}
+
+// NewUDPSocketCollector returns a collector with no socket yet.
+func NewUDPSocketCollector(prefix string) *UDPSocketCollector {
+	return &UDPSocketCollector{
+		drops: prometheus.NewDesc(prefix+"udp_receive_drops_total",
+			"Datagrams the kernel dropped because this process did not read its QUIC socket fast enough (the receive buffer was full); Linux only.", nil, nil),
+		queue: prometheus.NewDesc(prefix+"udp_receive_queue_bytes",
+			"Bytes waiting in the QUIC socket's receive buffer; Linux only.", nil, nil),
+	}
+}
+
+// SetSource points the collector at a socket: a transport or worker
+// re-created in the same process keeps the registered collector.
+func (c *UDPSocketCollector) SetSource(src func() (UDPSocket, error)) { c.src.Store(&src) }
+
+// RegisterUDPSocketCollector registers a collector for src under prefix,
+// or points the one registered earlier at src.
+func RegisterUDPSocketCollector(reg prometheus.Registerer, prefix string, src func() (UDPSocket, error)) error {
+	got, err := register(reg, NewUDPSocketCollector(prefix))
+	if err != nil {
+		return fmt.Errorf("register UDP socket metrics: %w", err)
+	}
+	got.(*UDPSocketCollector).SetSource(src)
+	return nil
+}
+
+// Describe implements prometheus.Collector.
+func (c *UDPSocketCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.drops
+	ch <- c.queue
+}
+
+// Collect implements prometheus.Collector.
+func (c *UDPSocketCollector) Collect(ch chan<- prometheus.Metric) {
+	src := c.src.Load()
+	if src == nil {
+		return
+	}
+	s, err := (*src)()
+	if err != nil {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(c.drops, prometheus.CounterValue, float64(s.Drops))
+	ch <- prometheus.MustNewConstMetric(c.queue, prometheus.GaugeValue, float64(s.RxQueue))
 }

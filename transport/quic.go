@@ -180,6 +180,7 @@ func NewQUIC(cfg QUICConfig) (*QUIC, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.ListenAddr, err)
 	}
+	q.met.udp.SetSource(q.UDPSocket)
 	// The reset key is derived once, from the key in use at start, and kept
 	// when the TLS files are reloaded: connections established before a
 	// Reload must still be resettable by this process, and a changing key
@@ -221,6 +222,11 @@ func resetKey(cert tls.Certificate) *quic.StatelessResetKey {
 
 // Addr returns the bound UDP address (useful with port 0).
 func (q *QUIC) Addr() net.Addr { return q.udp.LocalAddr() }
+
+// UDPSocket returns the kernel's counts for the cluster socket (Linux):
+// datagrams dropped because this process read it too slowly, and bytes
+// waiting in it.
+func (q *QUIC) UDPSocket() (UDPSocket, error) { return ReadUDPSocket(q.udp) }
 
 // HandleALPN routes inbound connections that negotiate proto to fn, which
 // runs in its own goroutine and must return once the connection is closed

@@ -236,6 +236,19 @@ func (d *QUICDialer) rebind() error {
 	return nil
 }
 
+// UDPSocket returns the kernel's counts for the dialer's current socket
+// (Linux): datagrams dropped because this process read it too slowly,
+// and bytes waiting in it.
+func (d *QUICDialer) UDPSocket() (UDPSocket, error) {
+	d.mu.Lock()
+	u := d.udp
+	d.mu.Unlock()
+	if u == nil {
+		return UDPSocket{}, errors.New("UDP socket: dialer closed")
+	}
+	return ReadUDPSocket(u)
+}
+
 // DialStream connects to addr and opens the session's stream.
 func (d *QUICDialer) DialStream(ctx context.Context, addr string) (Stream, error) {
 	ua, err := resolveUDP(ctx, addr)
