@@ -220,6 +220,14 @@ func Start(cfg Config) (*Worker, error) {
 			return nil, err
 		}
 		w.dialer, w.ownDialer = d, true
+		// A busy host that reads the worker's socket too slowly loses
+		// heartbeat acknowledgements in the kernel (OPERATIONS.md, "UDP
+		// receive buffers"); a shared dialer (the bench's) is not this
+		// worker's to report.
+		if err := transport.RegisterUDPSocketCollector(w.reg, "corral_worker_", d.UDPSocket); err != nil {
+			_ = d.Close()
+			return nil, err
+		}
 	}
 	if cfg.HTTPAddr != "" {
 		if err := w.startHTTP(); err != nil {
