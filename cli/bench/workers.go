@@ -220,7 +220,12 @@ func (e Env) workersAction(c *cli.Context) error {
 	allAlive := waitAllAlive(ctx, run, cfg.workers, cfg.ramp+30*time.Second)
 	fmt.Fprintf(out, "ramp: %d of %d workers alive after %s\n", run.alive.Load(), cfg.workers,
 		time.Since(rampStart).Round(100*time.Millisecond))
+	rampDrops := readSocketDrops(dialers, cfg.controllers)
+	fmt.Fprintln(out, rampDrops.report("during the ramp", socketDrops{}))
 	if !allAlive {
+		if rampDrops.simulatorStarved(socketDrops{}) {
+			fmt.Fprintln(out, simulatorStarvedNote)
+		}
 		return fmt.Errorf("only %d of %d workers became alive; see the controllers' logs", run.alive.Load(), cfg.workers)
 	}
 
@@ -243,6 +248,7 @@ func (e Env) workersAction(c *cli.Context) error {
 	elapsed := time.Since(t0)
 	end := lead.sample()
 	self := readProcStats(os.Getpid())
+	endDrops := readSocketDrops(dialers, cfg.controllers)
 
 	var rtts [][]time.Duration
 	for _, s := range sims {
@@ -256,6 +262,10 @@ func (e Env) workersAction(c *cli.Context) error {
 		leaderFencings: end.fencings - start.fencings, before: before, start: start, end: end, self: self,
 		leaderHeartbeats: end.heartbeats - start.heartbeats, leaderChanged: end.leaderID != lead.id, selfStart: selfStart,
 		leaderKilled: killer != nil}
+	fmt.Fprintln(out, endDrops.report("while measuring", rampDrops))
+	if endDrops.simulatorStarved(rampDrops) {
+		fmt.Fprintln(out, simulatorStarvedNote)
+	}
 	err = r.print(out)
 	if killer != nil {
 		err = errors.Join(err, killer.finish(ctx, sims, t0, t0.Add(elapsed)))
