@@ -97,5 +97,5 @@ func (d socketDrops) simulatorStarved(from socketDrops) bool {
 // simulatorStarvedNote explains a run whose simulator lost datagrams.
 const simulatorStarvedNote = "NOTE: the simulated workers' own sockets dropped datagrams: this process could not read them fast " +
 	"enough on this machine, and QUIC's retransmission backs off with each loss, so workers went silent from the " +
-	"simulator's side. Fencings in such a run are the simulator's limit, not the controllers': run fewer workers, or " +
-	"split them over machines."
+	"simulator's side. Fencings in such a run may be the simulator's limit rather than the controllers' (whose " +
+	"counts are above): run fewer workers, or split them over machines."
