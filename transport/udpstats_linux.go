@@ -2,6 +2,7 @@ package transport
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"syscall"
@@ -33,10 +34,17 @@ func ReadUDPSocket(c *net.UDPConn) (UDPSocket, error) {
 // ReadProcNetUDP reads and parses one of /proc/net/udp and udp6 (a file
 // that does not exist, as udp6 without IPv6, has no rows).
 func ReadProcNetUDP(path string) ([]UDPSocket, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if os.IsNotExist(err) {
 		return nil, nil
 	}
+	if err != nil {
+		return nil, fmt.Errorf("read UDP socket table: %w", err)
+	}
+	defer f.Close()
+	// One byte past the parser's bound, so that it refuses a table too
+	// large instead of this read holding all of it.
+	data, err := io.ReadAll(io.LimitReader(f, maxProcNetUDP+1))
 	if err != nil {
 		return nil, fmt.Errorf("read UDP socket table: %w", err)
 	}
