@@ -216,9 +216,14 @@ func (w *Worker) onStandbyMessage(c *wconn, m transport.ControllerMessage) {
 	w.takeStandby(c.addr)
 	old := w.conn
 	w.log.Info("a standby controller leads now; switching to it", "from", old.addr, "to", c.addr)
-	w.closeProbe()
 	clear(w.pending)
 	w.conn = c
+	// A probe still asking another controller who leads (taken from the
+	// standbys when the old leader fell silent) reached a working
+	// controller: it goes back to being a standby. Closed, it cost a new
+	// handshake with a healthy controller after every failover that a
+	// beckon or a standby's ack ended before the probe's answer.
+	w.parkProbe()
 	w.keepStandby(old)
 	w.pending[ack.Seq] = c.lastSent // the acknowledged ping counts as a heartbeat sent then
 	w.onAck(ack)

@@ -1,7 +1,10 @@
 package worker
 
 import (
+	"context"
 	"log/slog"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -75,4 +78,43 @@ func TestWorker_BeckonPingsTheStandbyAndLeavesTheSessionAlone(t *testing.T) {
 	require.Equal(t, 1, standby.writes, "the standby was not pinged")
 	require.NotZero(t, w.standby["b"].pingSeq)
 	require.Equal(t, "a", w.conn.addr, "the session moves on the ping's acknowledgement, not before")
+}
+
+// closeCountStream is a writeStream that counts its Close calls.
+type closeCountStream struct {
+	writeStream
+	closed int
+}
+
+func (s *closeCountStream) Close() error { s.closed++; return nil }
+
+// A standby's acknowledgement that moves the session (after a beckon)
+// while a probe, taken from the standbys when the old leader fell silent,
+// still waits for its answer: the probe's connection works, so it goes
+// back to the standbys. Closed, it cost a new handshake with a healthy
+// controller after the failover (TestWorker_FailoverResumesOnStandby...
+// failed one run in eight that way).
+func TestWorker_AStandbysAckParksTheProbe(t *testing.T) {
+	session, standby, probe := &closeCountStream{}, &closeCountStream{}, &closeCountStream{}
+	w := &Worker{cfg: Config{HeartbeatInterval: time.Second}, alive: true, epoch: 1, highestCtrl: 5, ackedByCtrl: 5,
+		conn:    &wconn{id: 1, addr: "a", s: session},
+		standby: map[string]*wconn{"b": {id: 2, addr: "b", s: standby}},
+		probe:   &wconn{id: 3, addr: "c", s: probe},
+		pending: map[uint64]time.Time{},
+		met:     newWorkerAgentMetrics(nil), log: slog.New(slog.DiscardHandler), kickT: time.NewTimer(time.Hour),
+		fenceT: time.NewTimer(time.Hour), silentT: time.NewTimer(time.Hour), stop: context.Background()}
+	defer w.kickT.Stop()
+	defer w.fenceT.Stop()
+	defer w.silentT.Stop()
+
+	w.onInbound(inbound{connID: 2, msg: &transport.Redirect{ControllerEpoch: 6, LeaderID: 2, LeaderAddr: "b"}})
+	seq := w.standby["b"].pingSeq
+	require.NotZero(t, seq)
+	w.onInbound(inbound{connID: 2, msg: &transport.HeartbeatAck{Epoch: 1, Seq: seq, ControllerEpoch: 6}})
+
+	require.Equal(t, "b", w.conn.addr, "the acknowledging standby carries the session")
+	require.Nil(t, w.probe)
+	require.Zero(t, probe.closed, "the probe's working connection was closed")
+	require.Equal(t, []string{"a", "c"}, slices.Sorted(maps.Keys(w.standby)))
+	require.Zero(t, session.closed+standby.closed)
 }
