@@ -30,7 +30,7 @@ type metrics struct {
 	snapsSent   prometheus.Counter
 	snapsFailed prometheus.Counter
 	peerDeaths  prometheus.Counter
-	udp         *UDPSocketCollector
+	udp         *udpSocketCollector
 }
 
 // newMetrics builds the transport's metrics and registers them with reg
@@ -70,7 +70,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Peer processes seen to end on the liveness link: the connection closed and the redial was refused or met a new incarnation.",
 		}),
 	}
-	m.udp = NewUDPSocketCollector("corral_transport_")
+	m.udp = newUDPSocketCollector("corral_transport_")
 	// Pre-create the reject series so dashboards see zeros.
 	for _, r := range []string{RejectUntrustedCert, RejectClusterID, RejectBadHeader, RejectWrongNode,
 		RejectNoIdentity, RejectForeignCluster, RejectWrongRole, RejectRevoked} {
@@ -95,7 +95,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.snapsSent = reg1(m.snapsSent).(prometheus.Counter)
 	m.snapsFailed = reg1(m.snapsFailed).(prometheus.Counter)
 	m.peerDeaths = reg1(m.peerDeaths).(prometheus.Counter)
-	m.udp = reg1(m.udp).(*UDPSocketCollector)
+	m.udp = reg1(m.udp).(*udpSocketCollector)
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("register transport metrics: %w", err)
 	}
@@ -160,20 +160,20 @@ func RegisterCertExpiry(reg prometheus.Registerer, name string, leaf func() *x50
 	return nil
 }
 
-// UDPSocketCollector reports, at each scrape, the kernel's counts for a
+// udpSocketCollector reports, at each scrape, the kernel's counts for a
 // UDP socket (udpstats.go) as PREFIXudp_receive_drops_total (datagrams
 // dropped because the socket's receive buffer was full) and
 // PREFIXudp_receive_queue_bytes (bytes waiting in it). A socket the
 // kernel cannot report on (closed, or not Linux) yields no sample.
-type UDPSocketCollector struct {
+type udpSocketCollector struct {
 	src   atomic.Pointer[func() (UDPSocket, error)]
 	drops *prometheus.Desc
 	queue *prometheus.Desc
 }
 
-// NewUDPSocketCollector returns a collector with no socket yet.
-func NewUDPSocketCollector(prefix string) *UDPSocketCollector {
-	return &UDPSocketCollector{
+// newUDPSocketCollector returns a collector with no socket yet.
+func newUDPSocketCollector(prefix string) *udpSocketCollector {
+	return &udpSocketCollector{
 		drops: prometheus.NewDesc(prefix+"udp_receive_drops_total",
 			"Datagrams the kernel dropped because this process did not read its QUIC socket fast enough (the receive buffer was full); Linux only.", nil, nil),
 		queue: prometheus.NewDesc(prefix+"udp_receive_queue_bytes",
@@ -181,29 +181,29 @@ func NewUDPSocketCollector(prefix string) *UDPSocketCollector {
 	}
 }
 
-// SetSource points the collector at a socket: a transport or worker
+// setSource points the collector at a socket: a transport or worker
 // re-created in the same process keeps the registered collector.
-func (c *UDPSocketCollector) SetSource(src func() (UDPSocket, error)) { c.src.Store(&src) }
+func (c *udpSocketCollector) setSource(src func() (UDPSocket, error)) { c.src.Store(&src) }
 
 // RegisterUDPSocketCollector registers a collector for src under prefix,
 // or points the one registered earlier at src.
 func RegisterUDPSocketCollector(reg prometheus.Registerer, prefix string, src func() (UDPSocket, error)) error {
-	got, err := register(reg, NewUDPSocketCollector(prefix))
+	got, err := register(reg, newUDPSocketCollector(prefix))
 	if err != nil {
 		return fmt.Errorf("register UDP socket metrics: %w", err)
 	}
-	got.(*UDPSocketCollector).SetSource(src)
+	got.(*udpSocketCollector).setSource(src)
 	return nil
 }
 
 // Describe implements prometheus.Collector.
-func (c *UDPSocketCollector) Describe(ch chan<- *prometheus.Desc) {
+func (c *udpSocketCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.drops
 	ch <- c.queue
 }
 
 // Collect implements prometheus.Collector.
-func (c *UDPSocketCollector) Collect(ch chan<- prometheus.Metric) {
+func (c *udpSocketCollector) Collect(ch chan<- prometheus.Metric) {
 	src := c.src.Load()
 	if src == nil {
 		return

@@ -180,7 +180,7 @@ func NewQUIC(cfg QUICConfig) (*QUIC, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.ListenAddr, err)
 	}
-	q.met.udp.SetSource(q.UDPSocket)
+	q.met.udp.setSource(q.UDPSocket)
 	// The reset key is derived once, from the key in use at start, and kept
 	// when the TLS files are reloaded: connections established before a
 	// Reload must still be resettable by this process, and a changing key
