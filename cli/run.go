@@ -72,6 +72,8 @@ func runCommand() *cli.Command {
 				Usage: "applied entries before a state-machine snapshot (plus a random delay of up to half; a large state also waits for the log to hold half its size, up to 10x this; docs/OPERATIONS.md \"Snapshots\")"},
 			&cli.Int64Flag{Name: "gc-headroom-bytes", Value: gcpace.DefaultHeadroom, EnvVars: envVars("gc-headroom-bytes"),
 				Usage: "garbage the Go heap may hold above its live data before a collection: GOGC is lowered (down to 25) once the state is larger than this, so resident memory stays near the state's size; 0 leaves the runtime's pacing alone, and a GOGC environment variable overrides it (docs/OPERATIONS.md \"Memory\")"},
+			&cli.BoolFlag{Name: "gc-release-when-quiet", Value: true, EnvVars: envVars("gc-release-when-quiet"),
+				Usage: "with --gc-headroom-bytes: once writes stop (a second that allocated under 1/64 of the garbage held, at least half the headroom of it), collect and return the free memory to the system at once instead of holding it until the next collection (docs/OPERATIONS.md \"Memory\")"},
 			&cli.Int64Flag{Name: "quota-bytes", Value: 2 << 30, EnvVars: envVars("quota-bytes"),
 				Usage: "storage quota in bytes (as etcd's --quota-backend-bytes): past it, writes that add data get 507 no_space; reads and deletes work (docs/OPERATIONS.md)"},
 			&cli.IntFlag{Name: "max-leases", Value: 100000, EnvVars: envVars("max-leases"),
@@ -235,7 +237,8 @@ func runAction(c *cli.Context) error {
 	ctx, stop := signalContext(c.Context)
 	defer stop()
 	if headroom > 0 && gcpace.Wanted(os.Getenv) {
-		go gcpace.Run(ctx, gcpace.Config{Headroom: uint64(headroom), Logger: cfg.Logger})
+		go gcpace.Run(ctx, gcpace.Config{Headroom: uint64(headroom), NoRelease: !c.Bool("gc-release-when-quiet"),
+			Logger: cfg.Logger})
 	}
 	reload, stopHangups := hangupReloads()
 	defer stopHangups()

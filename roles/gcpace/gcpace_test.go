@@ -108,3 +108,132 @@ func TestRunSetsTheRuntime(t *testing.T) {
 	<-done
 	require.Equal(t, 100, debug.SetGCPercent(100))
 }
+
+// TestReleaseOnlyInAQuietPeriod: garbage goes back when a period
+// allocated little next to it, not during a burst, not when there is
+// little of it, and not again before as much has been allocated anew.
+func TestReleaseOnlyInAQuietPeriod(t *testing.T) {
+	const mib = 1 << 20
+	r := releaser{min: 64 * mib}
+	steps := []struct {
+		name string
+		h    Heap
+		want bool
+	}{
+		{"first period primes", Heap{Garbage: 100 * mib, Allocs: 0}, false},
+		{"a burst of writes", Heap{Garbage: 100 * mib, Allocs: 200 * mib}, false},
+		{"quiet, 100 MiB held", Heap{Garbage: 100 * mib, Allocs: 201 * mib}, true},
+		{"collected", Heap{Garbage: 2 * mib, Allocs: 201 * mib}, false},
+		{"unreturnable space, nothing allocated since", Heap{Garbage: 100 * mib, Allocs: 202 * mib}, false},
+		{"writes again", Heap{Garbage: 90 * mib, Allocs: 300 * mib}, false},
+		{"quiet again", Heap{Garbage: 90 * mib, Allocs: 301 * mib}, true},
+		{"quiet, little garbage", Heap{Garbage: 10 * mib, Allocs: 400 * mib}, false},
+		{"a trickle of 1/64 of the garbage is not quiet", Heap{Garbage: 128 * mib, Allocs: 402 * mib}, false},
+	}
+	for _, s := range steps {
+		require.Equal(t, s.want, r.due(s.h), s.name)
+	}
+}
+
+// TestNoReleaseDuringTheStartGrace: the quiet that follows a start's
+// restore is not a release's moment.
+func TestNoReleaseDuringTheStartGrace(t *testing.T) {
+	const mib = 1 << 20
+	r := releaser{min: 64 * mib, grace: 2}
+	quiet := func(allocs uint64) Heap { return Heap{Garbage: 100 * mib, Allocs: allocs} }
+	require.False(t, r.due(quiet(0)), "first period primes")
+	require.False(t, r.due(quiet(500*mib)), "restoring")
+	require.False(t, r.due(quiet(501*mib)), "quiet, but within the grace")
+	require.True(t, r.due(quiet(502*mib)), "quiet after it")
+}
+
+// TestRunReleasesInAQuietPeriod: Run releases when due, and never with
+// NoRelease.
+func TestRunReleasesInAQuietPeriod(t *testing.T) {
+	const mib = 1 << 20
+	for _, off := range []bool{false, true} {
+		f := &fakeRuntime{gogc: 100, live: 10 * mib}
+		var mu sync.Mutex
+		// Every read of the heap is one period, which allocated rate.
+		heap, rate := Heap{Garbage: 100 * mib}, uint64(200*mib)
+		released := 0
+		tick := make(chan time.Time)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			Run(ctx, Config{Live: f.Live, SetPercent: f.SetPercent, Tick: tick, NoRelease: off, StartGrace: -1,
+				Heap: func() Heap {
+					mu.Lock()
+					defer mu.Unlock()
+					heap.Allocs += rate
+					return heap
+				},
+				Release: func() { mu.Lock(); defer mu.Unlock(); released++; heap.Garbage = mib }})
+		}()
+		periods := func(r uint64) {
+			mu.Lock()
+			rate = r
+			mu.Unlock()
+			for range 3 {
+				tick <- time.Time{}
+			}
+		}
+		periods(200 * mib) // a burst
+		mu.Lock()
+		require.Zero(t, released, "nothing is released during a burst")
+		mu.Unlock()
+		periods(mib) // quiet: released once
+		cancel()
+		<-done
+		want := 1
+		if off {
+			want = 0
+		}
+		require.Equal(t, want, released, "NoRelease=%v", off)
+	}
+}
+
+// sink keeps allocations from being optimized away.
+var sink [][]byte
+
+// TestReleaseReturnsTheRealHeapsGarbage: with the real runtime, the
+// garbage readHeap sees after dropping 96 MiB is mostly gone after a
+// quiet period's release.
+func TestReleaseReturnsTheRealHeapsGarbage(t *testing.T) {
+	const mib = 1 << 20
+	// No collection while the garbage is made; Release collects anyway.
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	runtime.GC()
+	for range 96 {
+		sink = append(sink, make([]byte, mib))
+	}
+	sink = nil
+	before := readHeap().Garbage
+	require.Greater(t, before, uint64(64*mib), "the dropped slices are garbage")
+	released := make(chan struct{}, 1)
+	tick := make(chan time.Time)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Run(ctx, Config{Headroom: 32 * mib, Tick: tick, SetPercent: func(p int) int { return p }, StartGrace: -1,
+			Released: func() { released <- struct{}{} }})
+	}()
+	// Run's first period reads the heap before the pacer allocated
+	// anything: count allocations from there.
+	deadline := time.After(10 * time.Second)
+	for waiting := true; waiting; {
+		select {
+		case tick <- time.Time{}:
+		case <-released:
+			waiting = false
+		case <-deadline:
+			t.Fatal("no release within 10 s of quiet periods")
+		}
+	}
+	cancel()
+	<-done
+	after := readHeap().Garbage
+	require.Less(t, after, before/2, "garbage before %d MiB, after %d MiB", before/mib, after/mib)
+}
