@@ -118,6 +118,9 @@ type kvStream struct {
 	spare   []byte
 	writing bool
 	broken  bool
+	// unread: broken because the client left maxStreamPending of answers
+	// unread, not by a failed write (tests tell the two apart).
+	unread bool
 }
 
 func (s *Server) newKVStream(conn net.Conn, r *http.Request) *kvStream {
@@ -333,7 +336,7 @@ func (st *kvStream) answer(id uint32, op string, start time.Time, status int, bo
 	st.out = appendStreamAnswer(st.out, id, status, hint, body)
 	if st.writing {
 		if len(st.out) > maxStreamPending { // the client is not reading its answers
-			st.broken = true
+			st.broken, st.unread = true, true
 			st.out = nil
 			st.mu.Unlock()
 			st.s.log.Warn("KV stream closed: answers not read", "remote", st.conn.RemoteAddr().String(), "pending_limit", maxStreamPending)
