@@ -22,7 +22,7 @@
 // there (its forced collection comes every two minutes, and even then
 // the freed pages go back to the system only gradually). So when a
 // period allocates little next to the garbage the process holds, the
-// pacer collects and returns the free memory at once (see release): a
+// pacer collects and returns the free memory at once (see releaser): a
 // controller whose burst of writes is over shrinks back to its state
 // within seconds.
 //
@@ -90,8 +90,6 @@ type Config struct {
 	// memory to the system (default: debug.FreeOSMemory).
 	Heap    func() Heap
 	Release func()
-	// Released, when set, is called after each release (a metric).
-	Released func()
 	// Tick delivers the pacer's periods (default: a time.Ticker of
 	// Interval); tests drive it by hand.
 	Tick   <-chan time.Time
@@ -187,9 +185,6 @@ func Run(ctx context.Context, cfg Config) {
 				cfg.Release()
 				cfg.Logger.Debug("gc released a quiet period's garbage", "garbage_bytes", h.Garbage,
 					"took", time.Since(start))
-				if cfg.Released != nil {
-					cfg.Released()
-				}
 			}
 		}
 		live := cfg.Live()
