@@ -79,7 +79,9 @@ type restartConfig struct {
 	stopWithin            time.Duration
 	healthyWithin         time.Duration
 	settle                time.Duration
-	signal                string // TERM or KILL
+	quietIdle             float64       // waitQuiet's minimum idle fraction before each trial (0: no wait)
+	quietWithin           time.Duration // and how long it may wait
+	signal                string        // TERM or KILL
 	trace                 bool
 	corral, etcdEP, zkEP  string
 	pidFile, jsonFile     string
@@ -104,6 +106,8 @@ func parseRestartArgs(args []string) (restartConfig, error) {
 	flags.DurationVar(&c.stopWithin, "stop-within", 120*time.Second, "how long the stopped nodes may take to exit")
 	flags.DurationVar(&c.healthyWithin, "healthy-within", 120*time.Second, "how long a cluster may take to become healthy")
 	flags.DurationVar(&c.settle, "settle", 5*time.Second, "pause after the load and after each restart before RSS is read")
+	flags.Float64Var(&c.quietIdle, "quiet-idle", 0.8, "before each trial, sync and wait for a second with the CPUs this idle (0-0.99; 0: no wait)")
+	flags.DurationVar(&c.quietWithin, "quiet-within", time.Minute, "how long to wait for that quiet second before measuring anyway")
 	flags.StringVar(&c.signal, "signal", "TERM", "how the nodes are stopped: TERM (and wait for them to exit) or KILL (kill -9)")
 	flags.StringVar(&c.corral, "corral", "", "corral's HTTP endpoints, comma-separated (empty: skip corral)")
 	flags.StringVar(&c.etcdEP, "etcd", "", "etcd's client endpoints host:port, comma-separated (empty: skip etcd)")
@@ -144,6 +148,10 @@ func parseRestartArgs(args []string) (restartConfig, error) {
 		return c, fmt.Errorf("-healthy-within: want 1s-10m, got %s", c.healthyWithin)
 	case c.settle < 0 || c.settle > 5*time.Minute:
 		return c, fmt.Errorf("-settle: want up to 5m, got %s", c.settle)
+	case c.quietIdle < 0 || c.quietIdle > 0.99:
+		return c, fmt.Errorf("-quiet-idle: want 0-0.99, got %g", c.quietIdle)
+	case c.quietWithin < 0 || c.quietWithin > 10*time.Minute:
+		return c, fmt.Errorf("-quiet-within: want up to 10m, got %s", c.quietWithin)
 	case c.signal != "TERM" && c.signal != "KILL":
 		return c, fmt.Errorf("-signal: want TERM or KILL, got %q", c.signal)
 	case c.corral == "" && c.etcdEP == "" && c.zkEP == "":
@@ -176,11 +184,13 @@ type restartTrial struct {
 	WriteLastErr  string  `json:"write_last_error,omitempty"`
 	// HealthyMS: from the start until every node answered and agreed on one leader, checked only once the first
 	// read and write are in (so never less than they are).
-	HealthyMS   float64   `json:"healthy_ms"`
-	PIDs        []int     `json:"pids"` // the new processes
-	RSSAfterMiB []float64 `json:"rss_after_restart_mib"`
-	LoadAvg     string    `json:"loadavg"`
-	Error       string    `json:"error,omitempty"`
+	HealthyMS float64 `json:"healthy_ms"`
+	// Quiet is how idle the machine was just before the stop (after a sync), and how long that took (quiet.go).
+	Quiet       quietResult `json:"quiet"`
+	PIDs        []int       `json:"pids"` // the new processes
+	RSSAfterMiB []float64   `json:"rss_after_restart_mib"`
+	LoadAvg     string      `json:"loadavg"`
+	Error       string      `json:"error,omitempty"`
 }
 
 // restartRun is everything measured for one system.
@@ -322,6 +332,10 @@ func restartOnce(sys restartSystem, trial int, cfg restartConfig, value []byte) 
 	if err != nil {
 		return fail("%v", err)
 	}
+	if cfg.quietIdle > 0 {
+		syscall.Sync() // dirty pages (any system's) written back now, not during this restart
+	}
+	tr.Quiet = waitQuiet(cfg.quietIdle, time.Second, cfg.quietWithin)
 	launches := make([]procLaunch, len(pids))
 	bins := make([]string, len(pids))
 	for i, p := range pids {
@@ -403,9 +417,9 @@ func trialLine(system string, tr restartTrial) string {
 		return fmt.Sprintf("trial %-2d %-6s FAILED: %s", tr.Trial, system, tr.Error)
 	}
 	return fmt.Sprintf("trial %-2d %-6s SIG%s, all 3 gone in %.2fs; after the start: first read %s (%d attempts), first write %s (%d attempts), "+
-		"healthy %.2fs; RSS MiB per node %s; load %s", tr.Trial, system, tr.Signal, tr.StopMS/1000,
+		"healthy %.2fs; RSS MiB per node %s; before the stop %s; load %s", tr.Trial, system, tr.Signal, tr.StopMS/1000,
 		secondsText(tr.ReadMS, tr.ReadOK), tr.ReadAttempts, secondsText(tr.WriteMS, tr.WriteOK), tr.WriteAttempts,
-		tr.HealthyMS/1000, joinFloats(tr.RSSAfterMiB), tr.LoadAvg)
+		tr.HealthyMS/1000, joinFloats(tr.RSSAfterMiB), tr.Quiet, tr.LoadAvg)
 }
 
 // secondsText is a duration in ms as seconds, "> limit" when nothing succeeded within it.

@@ -44,6 +44,8 @@ type zkPerfConfig struct {
 	expireN    int
 	jsonFile   string
 	skipLoad   bool
+	quietIdle  float64 // before each op run, wait for a second this idle (quiet.go)
+	quietWait  time.Duration
 }
 
 type zkSystem struct {
@@ -52,19 +54,20 @@ type zkSystem struct {
 }
 
 type opRun struct {
-	System  string  `json:"system"`
-	Op      string  `json:"op"`
-	Clients int     `json:"clients"`
-	Round   int     `json:"round"`
-	Ops     int     `json:"ops"`
-	Errors  int     `json:"errors"`
-	FirstEr string  `json:"first_error,omitempty"`
-	Seconds float64 `json:"seconds"`
-	OpsPerS float64 `json:"ops_per_s"`
-	P50MS   float64 `json:"p50_ms"`
-	P99MS   float64 `json:"p99_ms"`
-	MaxMS   float64 `json:"max_ms"`
-	LoadAvg string  `json:"loadavg"`
+	System  string      `json:"system"`
+	Op      string      `json:"op"`
+	Clients int         `json:"clients"`
+	Round   int         `json:"round"`
+	Ops     int         `json:"ops"`
+	Errors  int         `json:"errors"`
+	FirstEr string      `json:"first_error,omitempty"`
+	Seconds float64     `json:"seconds"`
+	OpsPerS float64     `json:"ops_per_s"`
+	P50MS   float64     `json:"p50_ms"`
+	P99MS   float64     `json:"p99_ms"`
+	MaxMS   float64     `json:"max_ms"`
+	LoadAvg string      `json:"loadavg"`
+	Quiet   quietResult `json:"quiet"` // the machine just before the run
 	lat     []time.Duration
 }
 
@@ -133,6 +136,8 @@ func runZKPerf(args []string) error {
 	flags.DurationVar(&cfg.steady, "steady", 30*time.Second, "steady phase with all sessions pinging")
 	flags.IntVar(&cfg.expireN, "expire", 100, "sessions whose sockets are closed without closeSession")
 	flags.StringVar(&cfg.jsonFile, "json", "", "also write every run as JSON to this file")
+	flags.Float64Var(&cfg.quietIdle, "quiet-idle", 0.8, "before each op run, wait for a second with the CPUs this idle (0-0.99; 0: no wait)")
+	flags.DurationVar(&cfg.quietWait, "quiet-within", 30*time.Second, "how long to wait for that quiet second before measuring anyway")
 	flags.BoolVar(&cfg.skipLoad, "skip-ops", false, "skip the create/setData/getData phase")
 	flags.SetOutput(os.Stderr)
 	if err := flags.Parse(args); err != nil {
@@ -158,6 +163,8 @@ func runZKPerf(args []string) error {
 		return errors.New("want 1-100 rounds of up to 10m")
 	case cfg.sessions < 0 || cfg.sessions > 15000:
 		return errors.New("-sessions: want 0-15000 (one socket each in this process)")
+	case cfg.quietIdle < 0 || cfg.quietIdle > 0.99 || cfg.quietWait < 0 || cfg.quietWait > 10*time.Minute:
+		return errors.New("want -quiet-idle 0-0.99 and -quiet-within up to 10m")
 	case cfg.rampPerSec < 1, cfg.timeout < 2*time.Second, cfg.steady <= 0, cfg.expireN < 0:
 		return errors.New("want -ramp ≥ 1, -session-timeout ≥ 2s, -steady > 0, -expire ≥ 0")
 	}
@@ -188,8 +195,8 @@ func runZKPerf(args []string) error {
 						if err != nil {
 							return fmt.Errorf("%s %s clients=%d: %w", s.Name, op, c, err)
 						}
-						fmt.Printf("round-%d %-6s %-7s clients=%-4d ops=%-7d errors=%-4d ops/s=%-8.1f p50=%-7.2fms p99=%-7.2fms max=%.2fms\n",
-							r, s.Name, op, c, run.Ops, run.Errors, run.OpsPerS, run.P50MS, run.P99MS, run.MaxMS)
+						fmt.Printf("round-%d %-6s %-7s clients=%-4d ops=%-7d errors=%-4d ops/s=%-8.1f p50=%-7.2fms p99=%-7.2fms max=%.2fms before: %s\n",
+							r, s.Name, op, c, run.Ops, run.Errors, run.OpsPerS, run.P50MS, run.P99MS, run.MaxMS, run.Quiet)
 						out.Runs = append(out.Runs, run)
 					}
 				}
@@ -251,6 +258,7 @@ func runOp(s zkSystem, op string, c, round int, cfg zkPerfConfig) (*opRun, error
 	}()
 	value := []byte(strings.Repeat("v", cfg.valueSize))
 	prefix := fmt.Sprintf("/bench/c%d-%s-r%d-", time.Now().UnixNano(), op, round)
+	quiet := waitQuiet(cfg.quietIdle, time.Second, cfg.quietWait)
 	var (
 		mu      sync.Mutex
 		lat     []time.Duration
@@ -305,7 +313,7 @@ func runOp(s zkSystem, op string, c, round int, cfg zkPerfConfig) (*opRun, error
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	run := &opRun{System: s.Name, Op: op, Clients: c, Round: round, Ops: len(lat), Errors: errs, FirstEr: firstEr,
 		Seconds: elapsed.Seconds(), OpsPerS: float64(len(lat)) / elapsed.Seconds(),
-		P50MS: ms(pctOf(lat, 0.50)), P99MS: ms(pctOf(lat, 0.99)), MaxMS: ms(pctOf(lat, 1)), LoadAvg: loadAvg(), lat: lat}
+		P50MS: ms(pctOf(lat, 0.50)), P99MS: ms(pctOf(lat, 0.99)), MaxMS: ms(pctOf(lat, 1)), LoadAvg: loadAvg(), Quiet: quiet, lat: lat}
 	return run, nil
 }
 
