@@ -20,7 +20,11 @@
 //	compare restart -keys 1000000 -trials 3 -corral URLS -etcd H:P,... -zk H:P,...
 //
 // loads N keys, reports memory per key and times a restart of all three
-// nodes to the first read and write (restart.go).
+// nodes to the first read and write (restart.go), and
+//
+//	compare goals -throughput FILE -restart FILE.json
+//
+// checks issue 21's goals against those outputs (goals.go).
 // Each client writes keys bench/k<i> in turn (etcd: puts; corral: PUT
 // /v1/kv; ZooKeeper: setData of znodes /bench/k<i> created first), so all
 // three do a replicated, fsynced overwrite of a 256-byte value per op.
@@ -58,6 +62,13 @@ func main() {
 		}
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == "goals" {
+		if err := runGoals(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "compare goals:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) > 1 && os.Args[1] == "restart" {
 		if err := runRestart(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "compare restart:", err)
@@ -72,6 +83,8 @@ func main() {
 	valueSize := flag.Int("value-size", 256, "bytes per value")
 	keys := flag.Int("keys", 1000, "distinct keys")
 	cpuProfile := flag.String("cpuprofile", "", "write this load generator's CPU profile to the file")
+	quietIdle := flag.Float64("quiet-idle", 0.8, "before writing, wait for a second with the CPUs this idle (0-0.99; 0: no wait; quiet.go)")
+	quietWithin := flag.Duration("quiet-within", 30*time.Second, "how long to wait for that quiet second before measuring anyway")
 	cpuPids := flag.String("cpu-pids", "", "comma-separated pids of the system's servers: report their CPU time per op, and this client's")
 	flag.Parse()
 	servers, err := parsePids(*cpuPids)
@@ -81,9 +94,10 @@ func main() {
 	}
 	eps := strings.Split(*endpoints, ",")
 	if *system == "" || *endpoints == "" || *clients < 1 || *clients > 1024 || *duration <= 0 || *duration > 10*time.Minute ||
-		*valueSize < 1 || *valueSize > 1<<20 || *keys < 1 || *keys > 100000 {
+		*valueSize < 1 || *valueSize > 1<<20 || *keys < 1 || *keys > 100000 ||
+		*quietIdle < 0 || *quietIdle > 0.99 || *quietWithin < 0 || *quietWithin > 10*time.Minute {
 		fmt.Fprintln(os.Stderr, "compare: want -system corral|etcd|zk -endpoints A,B,C, 1-1024 clients, a duration up to 10m, "+
-			"a value size of 1 byte to 1 MiB and 1-100,000 keys")
+			"a value size of 1 byte to 1 MiB, 1-100,000 keys, -quiet-idle 0-0.99 and -quiet-within up to 10m")
 		os.Exit(1)
 	}
 	newWriter := map[string]func(eps []string, n int) (writer, error){
@@ -109,6 +123,7 @@ func main() {
 		ws[c] = w
 	}
 	value := []byte(strings.Repeat("v", *valueSize))
+	quiet := waitQuiet(*quietIdle, time.Second, *quietWithin)
 	ctx, cancel := context.WithTimeout(context.Background(), *duration)
 	defer cancel()
 	var (
@@ -173,7 +188,13 @@ func main() {
 		n := time.Duration(len(lat))
 		cpu = fmt.Sprintf("    cpu/op: servers=%s client=%s", (srvCPU / n).Round(time.Microsecond), (selfUsed / n).Round(time.Microsecond))
 	}
-	fmt.Printf("%-6s clients=%-4d ops=%-7d errors=%-4d ops/s=%-8.1f p50=%-9s p99=%-9s max=%-9s%s\n", *system, *clients, len(lat), errors,
-		float64(len(lat))/elapsed.Seconds(), pct(0.50).Round(10*time.Microsecond), pct(0.99).Round(10*time.Microsecond),
-		maxLat.Round(10*time.Microsecond), cpu)
+	fmt.Println(kvLine(*system, *clients, len(lat), errors, float64(len(lat))/elapsed.Seconds(), pct(0.50), pct(0.99), maxLat, cpu, quiet))
+}
+
+// kvLine is the one line a throughput run prints (compare goals reads it
+// back, after compare.sh has put "round-R " in front).
+func kvLine(system string, clients, ops, errors int, opsPerS float64, p50, p99, maxLat time.Duration, cpu string, quiet quietResult) string {
+	r := func(d time.Duration) time.Duration { return d.Round(10 * time.Microsecond) }
+	return fmt.Sprintf("%-6s clients=%-4d ops=%-7d errors=%-4d ops/s=%-8.1f p50=%-9s p99=%-9s max=%-9s%s    before: %s",
+		system, clients, ops, errors, opsPerS, r(p50), r(p99), r(maxLat), cpu, quiet)
 }
