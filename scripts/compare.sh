@@ -46,12 +46,16 @@
 # (COMPARE_ZK_HEAP) instead of 512 MiB: by our estimate a million znodes of
 # 256 bytes take 0.6-1 GiB of heap, and a heap that small would fail the
 # load rather than measure it. Its RSS follows the JVM's heap sizing.
-#   scripts/compare.sh restart [--keys N] [--trials T] [--kill]   # defaults: 1000000 keys, 3 trials
+# With --snapshot-windows N, after the trials, 16 writers write to random
+# loaded keys of corral in N windows of 3 s, and the windows a snapshot may
+# have overlapped are marked (issue 21, item 5: their p99 under 100 ms).
+#   scripts/compare.sh restart [--keys N] [--trials T] [--kill] [--snapshot-windows N]   # defaults: 1000000 keys, 3 trials, 0
 #
 # With "goals" it runs the throughput comparison (the defaults), then the
-# restart with 100,000 and with 1,000,000 keys (2 trials each), and prints
-# issue 21's goals with the rounds and trials that met them (bin/compare
-# goals; about 30 minutes). Outputs stay in COMPARE_DIR (default
+# restart with 100,000 and with 1,000,000 keys (2 trials each; 30
+# snapshot windows at a million), and prints issue 21's goals with the
+# rounds, trials and windows that met them (bin/compare goals; about 35
+# minutes). Outputs stay in COMPARE_DIR (default
 # /tmp/corral-compare-goals).
 #   scripts/compare.sh goals
 #
@@ -67,7 +71,7 @@ usage() {
 	echo "usage: $0 [ROUNDS] [DURATION] [CLIENT COUNTS]" >&2
 	echo "       $0 failover [--trials N]" >&2
 	echo "       $0 zk [--rounds N] [--duration D] [--clients \"1 16 128\"] [--sessions N]" >&2
-	echo "       $0 restart [--keys N] [--trials T] [--kill]" >&2
+	echo "       $0 restart [--keys N] [--trials T] [--kill] [--snapshot-windows N]" >&2
 	echo "       $0 goals" >&2
 	exit 1
 }
@@ -81,7 +85,7 @@ if [ "${1:-}" = goals ]; then
 	# stops them before the next; the outputs stay beside them.
 	COMPARE_DIR="$g/throughput" scripts/compare.sh | tee "$g/throughput.log"
 	COMPARE_DIR="$g/restart-100k" scripts/compare.sh restart --keys 100000 --trials 2
-	COMPARE_DIR="$g/restart-1m" scripts/compare.sh restart --keys 1000000 --trials 2
+	COMPARE_DIR="$g/restart-1m" scripts/compare.sh restart --keys 1000000 --trials 2 --snapshot-windows 30
 	echo
 	echo "# issue 21's goals in this run, $(date -u +%FT%TZ), corral $(git rev-parse --short HEAD):"
 	bin/compare goals -throughput "$g/throughput.log" -restart "$g/restart-100k/restart.json" -restart "$g/restart-1m/restart.json"
@@ -103,7 +107,7 @@ fi
 if [ "${1:-}" = restart ]; then
 	mode=restart
 	shift
-	keys=1000000 trials=3 signal=TERM
+	keys=1000000 trials=3 signal=TERM windows=0
 	while [ $# -gt 0 ]; do
 		case "$1" in
 		--keys) [ $# -ge 2 ] || usage; keys=$2; shift 2 ;;
@@ -111,11 +115,13 @@ if [ "${1:-}" = restart ]; then
 		--trials) [ $# -ge 2 ] || usage; trials=$2; shift 2 ;;
 		--trials=*) trials=${1#--trials=}; shift ;;
 		--kill) signal=KILL; shift ;;
+		--snapshot-windows) [ $# -ge 2 ] || usage; windows=$2; shift 2 ;;
 		*) usage ;;
 		esac
 	done
 	[[ "$keys" =~ ^[0-9]+$ ]] && [ "$keys" -ge 1 ] && [ "$keys" -le 10000000 ] || { echo "--keys: want 1-10000000, got $keys" >&2; exit 1; }
 	[[ "$trials" =~ ^[0-9]+$ ]] && [ "$trials" -ge 1 ] && [ "$trials" -le 100 ] || { echo "--trials: want 1-100, got $trials" >&2; exit 1; }
+	[[ "$windows" =~ ^[0-9]+$ ]] && [ "$windows" -le 1000 ] || { echo "--snapshot-windows: want 0-1000, got $windows" >&2; exit 1; }
 fi
 rounds=${1:-3}
 duration=${2:-10s}
@@ -258,7 +264,7 @@ if [ "$mode" = restart ]; then
 	# bash would report each one "Terminated" in the middle of the output.
 	disown -a
 	echo "# uptime at start: $(uptime); ZooKeeper heap -Xmx$zk_heap"
-	bin/compare restart -keys "$keys" -trials "$trials" -signal "$signal" -corral "$ecorral" -etcd "$eetcd" -zk "$ezk" \
+	bin/compare restart -keys "$keys" -trials "$trials" -signal "$signal" -snapshot-windows "$windows" -corral "$ecorral" -etcd "$eetcd" -zk "$ezk" \
 		-pid-file "$base/restarted.pids" -json "$base/restart.json"
 	echo "# uptime at end: $(uptime)"
 	echo "# every result as JSON: $base/restart.json"

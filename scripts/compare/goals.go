@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -191,10 +192,23 @@ func restartGoals(res restartResult) []goal {
 		}
 		gr.add(ok, ev)
 	}
+	gs := goal{name: fmt.Sprintf("a snapshot does not push the p99 of %d writers above 100 ms, %d keys", corral.SnapWriters, res.Keys)}
+	var marked []float64
+	for _, w := range corral.SnapWindows {
+		if w.Marked {
+			marked = append(marked, w.P99MS)
+		}
+	}
+	if len(marked) > 0 {
+		gs.add(slices.Max(marked) <= 100, snapshotWindowsLine(corral.SnapWindows))
+	}
 	if etcd != nil && corral.Error == "" && etcd.Error == "" {
 		gm.add(corral.BytesPerKey <= etcd.BytesPerKey, fmt.Sprintf("%.0f against etcd's %.0f bytes", corral.BytesPerKey, etcd.BytesPerKey))
 	}
-	return []goal{gr, gm}
+	if len(corral.SnapWindows) == 0 {
+		return []goal{gr, gm}
+	}
+	return []goal{gr, gm, gs}
 }
 
 // restartResult is what compare restart writes with -json.

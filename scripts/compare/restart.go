@@ -81,7 +81,10 @@ type restartConfig struct {
 	settle                time.Duration
 	quietIdle             float64       // waitQuiet's minimum idle fraction before each trial (0: no wait)
 	quietWithin           time.Duration // and how long it may wait
-	signal                string        // TERM or KILL
+	snapWindows           int           // corral only, after the trials (snapwin.go); 0: none
+	snapWindow            time.Duration
+	snapWriters           int
+	signal                string // TERM or KILL
 	trace                 bool
 	corral, etcdEP, zkEP  string
 	pidFile, jsonFile     string
@@ -108,6 +111,9 @@ func parseRestartArgs(args []string) (restartConfig, error) {
 	flags.DurationVar(&c.settle, "settle", 5*time.Second, "pause after the load and after each restart before RSS is read")
 	flags.Float64Var(&c.quietIdle, "quiet-idle", 0.8, "before each trial, sync and wait for a second with the CPUs this idle (0-0.99; 0: no wait)")
 	flags.DurationVar(&c.quietWithin, "quiet-within", time.Minute, "how long to wait for that quiet second before measuring anyway")
+	flags.IntVar(&c.snapWindows, "snapshot-windows", 0, "after the trials, corral's p99 in this many windows of writes, marking those a snapshot may overlap (issue 21 item 5; 0: skip)")
+	flags.DurationVar(&c.snapWindow, "snapshot-window", 3*time.Second, "length of each such window")
+	flags.IntVar(&c.snapWriters, "snapshot-writers", 16, "writers during the snapshot windows")
 	flags.StringVar(&c.signal, "signal", "TERM", "how the nodes are stopped: TERM (and wait for them to exit) or KILL (kill -9)")
 	flags.StringVar(&c.corral, "corral", "", "corral's HTTP endpoints, comma-separated (empty: skip corral)")
 	flags.StringVar(&c.etcdEP, "etcd", "", "etcd's client endpoints host:port, comma-separated (empty: skip etcd)")
@@ -152,6 +158,9 @@ func parseRestartArgs(args []string) (restartConfig, error) {
 		return c, fmt.Errorf("-quiet-idle: want 0-0.99, got %g", c.quietIdle)
 	case c.quietWithin < 0 || c.quietWithin > 10*time.Minute:
 		return c, fmt.Errorf("-quiet-within: want up to 10m, got %s", c.quietWithin)
+	case c.snapWindows < 0 || c.snapWindows > 1000 || c.snapWindow < 100*time.Millisecond || c.snapWindow > time.Minute ||
+		c.snapWriters < 1 || c.snapWriters > 1024:
+		return c, fmt.Errorf("-snapshot-windows: want 0-1000 windows of 100ms-1m with 1-1024 writers")
 	case c.signal != "TERM" && c.signal != "KILL":
 		return c, fmt.Errorf("-signal: want TERM or KILL, got %q", c.signal)
 	case c.corral == "" && c.etcdEP == "" && c.zkEP == "":
@@ -205,6 +214,8 @@ type restartRun struct {
 	Nodes       []nodeRSS      `json:"nodes"`
 	BytesPerKey float64        `json:"bytes_per_key"`
 	Trials      []restartTrial `json:"trials"`
+	SnapWindows []snapWindow   `json:"snapshot_windows,omitempty"`
+	SnapWriters int            `json:"snapshot_writers,omitempty"`
 	Error       string         `json:"error,omitempty"`
 
 	sys restartSystem
@@ -269,6 +280,11 @@ func runRestart(args []string) error {
 				run.Error = fmt.Sprintf("trial %d: %s", t, tr.Error)
 				fmt.Fprintf(os.Stderr, "compare restart: %s: %s; no more trials of it\n", run.System, run.Error)
 			}
+		}
+	}
+	for _, run := range rep.Systems {
+		if run.System == "corral" && run.Error == "" && cfg.snapWindows > 0 {
+			snapshotWindowsOf(run, cfg, value)
 		}
 	}
 	fmt.Printf("# load at end: %s\n\n", loadAvg())
@@ -556,4 +572,32 @@ func thousands(n int) string {
 		return "-" + b.String()
 	}
 	return b.String()
+}
+
+// snapshotWindowsOf runs the snapshot windows (snapwin.go) on run's
+// cluster and prints them; a failure is the run's Error.
+func snapshotWindowsOf(run *restartRun, cfg restartConfig, value []byte) {
+	if err := checkHealthy(run.sys, cfg.healthyWithin); err != nil {
+		run.Error = "snapshot windows: " + err.Error()
+		return
+	}
+	put, closeLoad, err := run.sys.openLoad()
+	if err != nil {
+		run.Error = "snapshot windows: " + err.Error()
+		return
+	}
+	defer closeLoad()
+	fmt.Printf("# %s: %d writers to random keys, %d windows of %s, snapshots counted around each\n",
+		run.System, cfg.snapWriters, cfg.snapWindows, cfg.snapWindow)
+	ws, err := runSnapshotWindows(run.sys.endpoints(), put, cfg.keys, cfg.snapWriters, cfg.snapWindows, cfg.snapWindow, value)
+	run.SnapWindows, run.SnapWriters = ws, cfg.snapWriters
+	for _, w := range ws {
+		fmt.Printf("%-6s window %-3d ops=%-6d errors=%-3d p50=%.1fms p99=%.1fms max=%.1fms snapshots ended=%d may overlap=%v\n",
+			run.System, w.Index, w.Ops, w.Errors, w.P50MS, w.P99MS, w.MaxMS, w.Snapshots, w.Marked)
+	}
+	if err != nil {
+		run.Error = "snapshot windows: " + err.Error()
+		return
+	}
+	fmt.Printf("# %s snapshot windows: %s\n", run.System, snapshotWindowsLine(ws))
 }
