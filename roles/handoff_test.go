@@ -38,14 +38,25 @@ func TestController_RestartedLeaderHandsLeadershipToARunningController(t *testin
 	// replaying its log under -race may miss: ask again until it led. The
 	// wait inside TransferLeader may miss the moment it led (it hands over
 	// at once), so its outcome is not checked: the counter says it led.
+	// A hand-off moves the leadership (a new term) a moment before it
+	// counts, so a new request waits for the term to be still for a second:
+	// one sent in that moment brought the leadership back, the hand-off
+	// gave up, and the restarted controller stayed leader (1 run in 10).
+	var term uint64
+	var still time.Time
 	require.Eventually(t, func() bool {
 		if handOffs() > 0 {
 			return true
 		}
-		if l := wc.Node(old).LeaderID(); l != 0 && l != old {
+		now := time.Now()
+		if tm := wc.Node(old).Term(); tm != term {
+			term, still = tm, now
+		}
+		if l := wc.Node(old).LeaderID(); l != 0 && l != old && now.Sub(still) >= time.Second {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			_ = wc.Node(l).TransferLeader(ctx, old)
 			cancel()
+			still = time.Now() // this request gets its second too
 		}
 		return handOffs() > 0
 	}, 20*time.Second, 10*time.Millisecond, "the restarted controller did not hand the leadership on")

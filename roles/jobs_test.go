@@ -220,15 +220,19 @@ func TestJobs_RestartStopAndLogsFollow(t *testing.T) {
 	require.Equal(t, 200, code)
 	as := waitAllocs(t, wc, "r", "running", func(as []metadata.Allocation) bool { return countState(as, metadata.AllocRunning) == 1 })
 	id := as[0].ID
+	logged := func() int {
+		_, out := api(t, lead, "GET", "/v1/allocations/"+id+"/logs?tail=10", "")
+		return strings.Count(fmt.Sprint(out["text"]), "started")
+	}
+	// Running means started, not that the shell has echoed yet: on a busy
+	// machine a restart sent at once killed it before its first line.
+	require.Eventually(t, func() bool { return logged() == 1 }, 10*time.Second, 50*time.Millisecond)
 	code, out := api(t, lead, "POST", "/v1/allocations/"+id+"/restart", "")
 	require.Equal(t, 200, code, out)
 	waitAllocs(t, wc, "r", "restarted", func(as []metadata.Allocation) bool {
 		return as[0].Restarts == 1 && as[0].State == metadata.AllocRunning
 	})
-	require.Eventually(t, func() bool {
-		_, out := api(t, lead, "GET", "/v1/allocations/"+id+"/logs?tail=10", "")
-		return strings.Count(fmt.Sprint(out["text"]), "started") == 2
-	}, 10*time.Second, 50*time.Millisecond)
+	require.Eventually(t, func() bool { return logged() == 2 }, 10*time.Second, 50*time.Millisecond)
 
 	// A followed log streams until the allocation ends.
 	srv := httptest.NewServer(lead.Handler())
