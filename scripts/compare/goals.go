@@ -21,9 +21,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -116,31 +116,26 @@ func kvGoals(runs []kvRun) []goal {
 		by[key{r.round, r.clients, r.system}] = r
 		rounds[r.round] = true
 	}
-	var order []int
-	for r := range rounds {
-		order = append(order, r)
+	order := slices.Sorted(maps.Keys(rounds))
+	// throughput adds one round's ratios at clients to g, met when corral
+	// reaches vsEtcd times etcd's rate and vsZK times ZooKeeper's.
+	throughput := func(g *goal, rd, clients int, vsEtcd, vsZK float64) {
+		c, okc := by[key{rd, clients, "corral"}]
+		e, oke := by[key{rd, clients, "etcd"}]
+		z, okz := by[key{rd, clients, "zk"}]
+		if okc && oke && okz && e.opsPerS > 0 && z.opsPerS > 0 {
+			re, rz := c.opsPerS/e.opsPerS, c.opsPerS/z.opsPerS
+			g.add(re >= vsEtcd && rz >= vsZK, fmt.Sprintf("round %d: %.2f× etcd, %.2f× ZooKeeper", rd, re, rz))
+		}
 	}
-	sort.Ints(order)
 	g128 := goal{name: "KV puts, 128 clients: ≥ 1.5× etcd and ≥ 1.2× ZooKeeper"}
 	g16 := goal{name: "KV puts, 16 clients: ≥ etcd and ≥ ZooKeeper"}
 	g1 := goal{name: "KV, 1 client: p50 and p99 ≤ etcd's"}
 	for _, rd := range order {
-		c, okc := by[key{rd, 128, "corral"}]
-		e, oke := by[key{rd, 128, "etcd"}]
-		z, okz := by[key{rd, 128, "zk"}]
-		if okc && oke && okz && e.opsPerS > 0 && z.opsPerS > 0 {
-			re, rz := c.opsPerS/e.opsPerS, c.opsPerS/z.opsPerS
-			g128.add(re >= 1.5 && rz >= 1.2, fmt.Sprintf("round %d: %.2f× etcd, %.2f× ZooKeeper", rd, re, rz))
-		}
-		c, okc = by[key{rd, 16, "corral"}]
-		e, oke = by[key{rd, 16, "etcd"}]
-		z, okz = by[key{rd, 16, "zk"}]
-		if okc && oke && okz && e.opsPerS > 0 && z.opsPerS > 0 {
-			re, rz := c.opsPerS/e.opsPerS, c.opsPerS/z.opsPerS
-			g16.add(re >= 1 && rz >= 1, fmt.Sprintf("round %d: %.2f× etcd, %.2f× ZooKeeper", rd, re, rz))
-		}
-		c, okc = by[key{rd, 1, "corral"}]
-		e, oke = by[key{rd, 1, "etcd"}]
+		throughput(&g128, rd, 128, 1.5, 1.2)
+		throughput(&g16, rd, 16, 1, 1)
+		c, okc := by[key{rd, 1, "corral"}]
+		e, oke := by[key{rd, 1, "etcd"}]
 		if okc && oke {
 			g1.add(c.p50 <= e.p50 && c.p99 <= e.p99, fmt.Sprintf("round %d: p50 %s against %s, p99 %s against %s",
 				rd, msText(c.p50), msText(e.p50), msText(c.p99), msText(e.p99)))

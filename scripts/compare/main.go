@@ -83,8 +83,8 @@ func main() {
 	valueSize := flag.Int("value-size", 256, "bytes per value")
 	keys := flag.Int("keys", 1000, "distinct keys")
 	cpuProfile := flag.String("cpuprofile", "", "write this load generator's CPU profile to the file")
-	quietIdle := flag.Float64("quiet-idle", 0.8, "before writing, wait for a second with the CPUs this idle (0-0.99; 0: no wait; quiet.go)")
-	quietWithin := flag.Duration("quiet-within", 30*time.Second, "how long to wait for that quiet second before measuring anyway")
+	var quiet quietFlags
+	quiet.register(flag.CommandLine, "before writing", 30*time.Second)
 	cpuPids := flag.String("cpu-pids", "", "comma-separated pids of the system's servers: report their CPU time per op, and this client's")
 	flag.Parse()
 	servers, err := parsePids(*cpuPids)
@@ -95,7 +95,7 @@ func main() {
 	eps := strings.Split(*endpoints, ",")
 	if *system == "" || *endpoints == "" || *clients < 1 || *clients > 1024 || *duration <= 0 || *duration > 10*time.Minute ||
 		*valueSize < 1 || *valueSize > 1<<20 || *keys < 1 || *keys > 100000 ||
-		*quietIdle < 0 || *quietIdle > 0.99 || *quietWithin < 0 || *quietWithin > 10*time.Minute {
+		quiet.check() != nil {
 		fmt.Fprintln(os.Stderr, "compare: want -system corral|etcd|zk -endpoints A,B,C, 1-1024 clients, a duration up to 10m, "+
 			"a value size of 1 byte to 1 MiB, 1-100,000 keys, -quiet-idle 0-0.99 and -quiet-within up to 10m")
 		os.Exit(1)
@@ -123,15 +123,9 @@ func main() {
 		ws[c] = w
 	}
 	value := []byte(strings.Repeat("v", *valueSize))
-	quiet := waitQuiet(*quietIdle, time.Second, *quietWithin)
+	before := quiet.wait()
 	ctx, cancel := context.WithTimeout(context.Background(), *duration)
 	defer cancel()
-	var (
-		mu     sync.Mutex
-		lat    []time.Duration
-		errors int
-		wg     sync.WaitGroup
-	)
 	if *cpuProfile != "" {
 		stop, err := startProfile(*cpuProfile)
 		if err != nil {
@@ -142,29 +136,9 @@ func main() {
 	}
 	start := time.Now()
 	srv0, self0 := serversCPU(servers), selfCPU()
-	for c, w := range ws {
-		wg.Go(func() {
-			var mine []time.Duration
-			bad := 0
-			for i := c; ctx.Err() == nil; i += len(ws) {
-				t0 := time.Now()
-				err := w.write(ctx, i%*keys, value)
-				if ctx.Err() != nil {
-					break // cut off by the deadline: not counted
-				}
-				if err != nil {
-					bad++
-					continue
-				}
-				mine = append(mine, time.Since(t0))
-			}
-			mu.Lock()
-			lat = append(lat, mine...)
-			errors += bad
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
+	lat, errors := timedWrites(ctx, len(ws), func(ctx context.Context, c, k int) error {
+		return ws[c].write(ctx, (c+k*len(ws))%*keys, value)
+	})
 	elapsed := time.Since(start)
 	srvCPU, selfUsed := serversCPU(servers)-srv0, selfCPU()-self0
 	for _, w := range ws {
@@ -188,7 +162,7 @@ func main() {
 		n := time.Duration(len(lat))
 		cpu = fmt.Sprintf("    cpu/op: servers=%s client=%s", (srvCPU / n).Round(time.Microsecond), (selfUsed / n).Round(time.Microsecond))
 	}
-	fmt.Println(kvLine(*system, *clients, len(lat), errors, float64(len(lat))/elapsed.Seconds(), pct(0.50), pct(0.99), maxLat, cpu, quiet))
+	fmt.Println(kvLine(*system, *clients, len(lat), errors, float64(len(lat))/elapsed.Seconds(), pct(0.50), pct(0.99), maxLat, cpu, before))
 }
 
 // kvLine is the one line a throughput run prints (compare goals reads it
@@ -197,4 +171,39 @@ func kvLine(system string, clients, ops, errors int, opsPerS float64, p50, p99, 
 	r := func(d time.Duration) time.Duration { return d.Round(10 * time.Microsecond) }
 	return fmt.Sprintf("%-6s clients=%-4d ops=%-7d errors=%-4d ops/s=%-8.1f p50=%-9s p99=%-9s max=%-9s%s    before: %s",
 		system, clients, ops, errors, opsPerS, r(p50), r(p99), r(maxLat), cpu, quiet)
+}
+
+// timedWrites runs writers goroutines, each calling write (its k-th op)
+// until ctx ends, and returns the latencies of the writes that succeeded
+// and the number that failed. A write cut off by ctx's end is not counted.
+func timedWrites(ctx context.Context, writers int, write func(ctx context.Context, w, k int) error) ([]time.Duration, int) {
+	var (
+		mu     sync.Mutex
+		lat    []time.Duration
+		errors int
+		wg     sync.WaitGroup
+	)
+	for w := range writers {
+		wg.Go(func() {
+			var mine []time.Duration
+			bad := 0
+			for k := 0; ctx.Err() == nil; k++ {
+				t0 := time.Now()
+				err := write(ctx, w, k)
+				if ctx.Err() != nil {
+					break
+				}
+				if err != nil {
+					bad++
+					continue
+				}
+				mine = append(mine, time.Since(t0))
+			}
+			mu.Lock()
+			lat, errors = append(lat, mine...), errors+bad
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return lat, errors
 }

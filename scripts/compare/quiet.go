@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"strconv"
@@ -113,3 +114,26 @@ func (q quietResult) String() string {
 	}
 	return s
 }
+
+// quietFlags are -quiet-idle and -quiet-within, the same for every
+// command that waits for quiet.
+type quietFlags struct {
+	idle   float64
+	within time.Duration
+}
+
+// register adds the two flags to fs; before names when the wait comes.
+func (q *quietFlags) register(fs *flag.FlagSet, before string, within time.Duration) {
+	fs.Float64Var(&q.idle, "quiet-idle", 0.8, before+", wait for a second with the CPUs this idle (0-0.99; 0: no wait)")
+	fs.DurationVar(&q.within, "quiet-within", within, "how long to wait for that quiet second before measuring anyway")
+}
+
+func (q quietFlags) check() error {
+	if q.idle < 0 || q.idle > 0.99 || q.within < 0 || q.within > 10*time.Minute {
+		return fmt.Errorf("-quiet-idle: want 0-0.99, got %g; -quiet-within: want up to 10m, got %s", q.idle, q.within)
+	}
+	return nil
+}
+
+// wait is waitQuiet with the flags' values and one-second windows.
+func (q quietFlags) wait() quietResult { return waitQuiet(q.idle, time.Second, q.within) }

@@ -79,9 +79,8 @@ type restartConfig struct {
 	stopWithin            time.Duration
 	healthyWithin         time.Duration
 	settle                time.Duration
-	quietIdle             float64       // waitQuiet's minimum idle fraction before each trial (0: no wait)
-	quietWithin           time.Duration // and how long it may wait
-	snapWindows           int           // corral only, after the trials (snapwin.go); 0: none
+	quiet                 quietFlags // before each trial (quiet.go)
+	snapWindows           int        // corral only, after the trials (snapwin.go); 0: none
 	snapWindow            time.Duration
 	snapWriters           int
 	signal                string // TERM or KILL
@@ -109,8 +108,7 @@ func parseRestartArgs(args []string) (restartConfig, error) {
 	flags.DurationVar(&c.stopWithin, "stop-within", 120*time.Second, "how long the stopped nodes may take to exit")
 	flags.DurationVar(&c.healthyWithin, "healthy-within", 120*time.Second, "how long a cluster may take to become healthy")
 	flags.DurationVar(&c.settle, "settle", 5*time.Second, "pause after the load and after each restart before RSS is read")
-	flags.Float64Var(&c.quietIdle, "quiet-idle", 0.8, "before each trial, sync and wait for a second with the CPUs this idle (0-0.99; 0: no wait)")
-	flags.DurationVar(&c.quietWithin, "quiet-within", time.Minute, "how long to wait for that quiet second before measuring anyway")
+	c.quiet.register(flags, "before each trial, sync and", time.Minute)
 	flags.IntVar(&c.snapWindows, "snapshot-windows", 0, "after the trials, corral's p99 in this many windows of writes, marking those a snapshot may overlap (issue 21 item 5; 0: skip)")
 	flags.DurationVar(&c.snapWindow, "snapshot-window", 3*time.Second, "length of each such window")
 	flags.IntVar(&c.snapWriters, "snapshot-writers", 16, "writers during the snapshot windows")
@@ -154,10 +152,8 @@ func parseRestartArgs(args []string) (restartConfig, error) {
 		return c, fmt.Errorf("-healthy-within: want 1s-10m, got %s", c.healthyWithin)
 	case c.settle < 0 || c.settle > 5*time.Minute:
 		return c, fmt.Errorf("-settle: want up to 5m, got %s", c.settle)
-	case c.quietIdle < 0 || c.quietIdle > 0.99:
-		return c, fmt.Errorf("-quiet-idle: want 0-0.99, got %g", c.quietIdle)
-	case c.quietWithin < 0 || c.quietWithin > 10*time.Minute:
-		return c, fmt.Errorf("-quiet-within: want up to 10m, got %s", c.quietWithin)
+	case c.quiet.check() != nil:
+		return c, c.quiet.check()
 	case c.snapWindows < 0 || c.snapWindows > 1000 || c.snapWindow < 100*time.Millisecond || c.snapWindow > time.Minute ||
 		c.snapWriters < 1 || c.snapWriters > 1024:
 		return c, fmt.Errorf("-snapshot-windows: want 0-1000 windows of 100ms-1m with 1-1024 writers")
@@ -348,10 +344,10 @@ func restartOnce(sys restartSystem, trial int, cfg restartConfig, value []byte) 
 	if err != nil {
 		return fail("%v", err)
 	}
-	if cfg.quietIdle > 0 {
+	if cfg.quiet.idle > 0 {
 		syscall.Sync() // dirty pages (any system's) written back now, not during this restart
 	}
-	tr.Quiet = waitQuiet(cfg.quietIdle, time.Second, cfg.quietWithin)
+	tr.Quiet = cfg.quiet.wait()
 	launches := make([]procLaunch, len(pids))
 	bins := make([]string, len(pids))
 	for i, p := range pids {

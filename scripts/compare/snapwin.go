@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -103,34 +102,9 @@ func runSnapshotWindows(eps []string, put func(ctx context.Context, w, i int, va
 	out := make([]snapWindow, 0, windows)
 	for k := 1; k <= windows; k++ {
 		ctx, cancel := context.WithTimeout(context.Background(), window)
-		var (
-			mu   sync.Mutex
-			lat  []time.Duration
-			errs int
-			wg   sync.WaitGroup
-		)
-		for w := range writers {
-			wg.Go(func() {
-				var mine []time.Duration
-				bad := 0
-				for ctx.Err() == nil {
-					t0 := time.Now()
-					err := put(ctx, w, rand.IntN(n), value)
-					if ctx.Err() != nil {
-						break // cut off by the window's end: not counted
-					}
-					if err != nil {
-						bad++
-						continue
-					}
-					mine = append(mine, time.Since(t0))
-				}
-				mu.Lock()
-				lat, errs = append(lat, mine...), errs+bad
-				mu.Unlock()
-			})
-		}
-		wg.Wait()
+		lat, errs := timedWrites(ctx, writers, func(ctx context.Context, w, _ int) error {
+			return put(ctx, w, rand.IntN(n), value)
+		})
 		cancel()
 		after, err := snapshotsTotal(context.Background(), hc, eps)
 		if err != nil {

@@ -61,7 +61,6 @@ func TestRunSnapshotWindows(t *testing.T) {
 		if puts.Add(1) == 1 && window == 1 {
 			snaps.Add(1)
 		}
-		time.Sleep(time.Millisecond) // a write's duration, not a wait for a condition
 		return nil
 	}
 	ws, err := runSnapshotWindows([]string{srv.URL}, func(ctx context.Context, w, i int, v []byte) error {

@@ -44,8 +44,7 @@ type zkPerfConfig struct {
 	expireN    int
 	jsonFile   string
 	skipLoad   bool
-	quietIdle  float64 // before each op run, wait for a second this idle (quiet.go)
-	quietWait  time.Duration
+	quiet      quietFlags // before each op run (quiet.go)
 }
 
 type zkSystem struct {
@@ -136,8 +135,7 @@ func runZKPerf(args []string) error {
 	flags.DurationVar(&cfg.steady, "steady", 30*time.Second, "steady phase with all sessions pinging")
 	flags.IntVar(&cfg.expireN, "expire", 100, "sessions whose sockets are closed without closeSession")
 	flags.StringVar(&cfg.jsonFile, "json", "", "also write every run as JSON to this file")
-	flags.Float64Var(&cfg.quietIdle, "quiet-idle", 0.8, "before each op run, wait for a second with the CPUs this idle (0-0.99; 0: no wait)")
-	flags.DurationVar(&cfg.quietWait, "quiet-within", 30*time.Second, "how long to wait for that quiet second before measuring anyway")
+	cfg.quiet.register(flags, "before each op run", 30*time.Second)
 	flags.BoolVar(&cfg.skipLoad, "skip-ops", false, "skip the create/setData/getData phase")
 	flags.SetOutput(os.Stderr)
 	if err := flags.Parse(args); err != nil {
@@ -163,8 +161,8 @@ func runZKPerf(args []string) error {
 		return errors.New("want 1-100 rounds of up to 10m")
 	case cfg.sessions < 0 || cfg.sessions > 15000:
 		return errors.New("-sessions: want 0-15000 (one socket each in this process)")
-	case cfg.quietIdle < 0 || cfg.quietIdle > 0.99 || cfg.quietWait < 0 || cfg.quietWait > 10*time.Minute:
-		return errors.New("want -quiet-idle 0-0.99 and -quiet-within up to 10m")
+	case cfg.quiet.check() != nil:
+		return cfg.quiet.check()
 	case cfg.rampPerSec < 1, cfg.timeout < 2*time.Second, cfg.steady <= 0, cfg.expireN < 0:
 		return errors.New("want -ramp ≥ 1, -session-timeout ≥ 2s, -steady > 0, -expire ≥ 0")
 	}
@@ -258,7 +256,7 @@ func runOp(s zkSystem, op string, c, round int, cfg zkPerfConfig) (*opRun, error
 	}()
 	value := []byte(strings.Repeat("v", cfg.valueSize))
 	prefix := fmt.Sprintf("/bench/c%d-%s-r%d-", time.Now().UnixNano(), op, round)
-	quiet := waitQuiet(cfg.quietIdle, time.Second, cfg.quietWait)
+	quiet := cfg.quiet.wait()
 	var (
 		mu      sync.Mutex
 		lat     []time.Duration
