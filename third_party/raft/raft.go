@@ -186,6 +186,18 @@ type Config struct {
 	// write.
 	AsyncStorageWrites bool
 
+	// ApplyUnstableCommitted, with AsyncStorageWrites, lets the node hand out
+	// committed entries for application before they are in its own stable
+	// log (corral's patch; without AsyncStorageWrites that is already so,
+	// since the Ready contract writes Entries before CommittedEntries are
+	// applied). An entry is committed once a quorum holds it durably, so a
+	// leader whose own write is slow can apply and answer once two
+	// followers of three have written it. The application must not let
+	// anything that needs the entry in the local log, such as a snapshot
+	// that compacts the log, get ahead of its own writes, and must rebuild
+	// its state from its snapshot and log at restart.
+	ApplyUnstableCommitted bool
+
 	// MaxSizePerMsg limits the max byte size of each append message. Smaller
 	// value lowers the raft recovery cost(initial probing and message lost
 	// during normal operation). On the other side, it might affect the

@@ -34,6 +34,7 @@ var ErrStepPeerNotFound = errors.New("raft: cannot step as peer not found")
 type RawNode struct {
 	raft               *raft
 	asyncStorageWrites bool
+	applyUnstable      bool // Config.ApplyUnstableCommitted
 
 	// Mutable fields.
 	prevSoftSt     *SoftState
@@ -54,6 +55,7 @@ func NewRawNode(config *Config) (*RawNode, error) {
 		raft: r,
 	}
 	rn.asyncStorageWrites = config.AsyncStorageWrites
+	rn.applyUnstable = config.ApplyUnstableCommitted
 	ss := r.softState()
 	rn.prevSoftSt = &ss
 	rn.prevHardSt = r.hardState()
@@ -441,7 +443,7 @@ func (rn *RawNode) acceptReady(rd Ready) {
 // they are known to be committed but before they have been written locally to
 // stable storage.
 func (rn *RawNode) applyUnstableEntries() bool {
-	return !rn.asyncStorageWrites
+	return !rn.asyncStorageWrites || rn.applyUnstable
 }
 
 // HasReady called when RawNode user need to check if any Ready pending.
