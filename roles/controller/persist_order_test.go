@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -61,4 +63,137 @@ func TestController_SingleVoterAnswersOnlyAfterPersisting(t *testing.T) {
 	target.Store(0)
 	free()
 	require.NoError(t, <-done)
+}
+
+// In a cluster of three, a leader answers a write once both followers
+// hold it, while its own write of it is still held up (raft's
+// ApplyUnstableCommitted: the leader's fsync is not on the write's path).
+// And the answer holds when the leader stops before making that write, as
+// in a crash: a new leader has the entry, and the old leader, restarted
+// without it, gets it back.
+func TestController_LeaderAnswersOnceAQuorumOfFollowersHoldsIt(t *testing.T) {
+	var target, holder atomic.Uint64 // the entry whose write is held, and on which node
+	entered, release := make(chan uint64, 1), make(chan struct{})
+	mc := newMemCluster(t, 3, func(c *Config) {
+		id := c.NodeID
+		c.PersistHook = func(last uint64) {
+			if want := target.Load(); want != 0 && last >= want && holder.Load() == id {
+				select {
+				case entered <- last:
+				default:
+				}
+				<-release
+			}
+		}
+	})
+	var releaseOnce sync.Once
+	free := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(free)
+	lead := mc.waitLeader(mc.ids()...)
+	_, err := mc.put(lead, "before", "v")
+	require.NoError(t, err)
+	c := mc.node(lead)
+	var next uint64
+	require.Eventually(t, func() bool {
+		last, err := c.r.LastIndex()
+		next = last + 1
+		return err == nil && c.State().AppliedIndex() == last
+	}, 10*time.Second, time.Millisecond)
+	holder.Store(lead)
+	target.Store(next)
+
+	// Answered, applied, and still not in the leader's own log.
+	_, err = mc.put(lead, "held", "v")
+	require.NoError(t, err, "the followers hold it: the leader should answer")
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the leader's write never reached its disk")
+	}
+	kv, ok := c.State().Get("held")
+	require.True(t, ok, "answered but not applied")
+	require.Equal(t, "v", string(kv.Value))
+	last, err := c.r.LastIndex()
+	require.NoError(t, err)
+	require.Less(t, last, next, "the leader's own write was made: the test held nothing")
+
+	// Stop it before it writes (Stop halts the append loop first, and the
+	// held write is then dropped, as a crash would).
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		mc.stopNode(lead)
+	}()
+	<-c.r.Stopping()
+	target.Store(0)
+	free()
+	<-stopped
+
+	// A new leader among the other two has it.
+	rest := mc.others(lead)
+	nl := mc.waitLeader(rest...)
+	require.NoError(t, mc.node(nl).r.LinearizableRead(context.Background()))
+	kv, ok = mc.node(nl).State().Get("held")
+	require.True(t, ok, "an answered write was lost with the leader's unwritten copy")
+	require.Equal(t, "v", string(kv.Value))
+
+	// The old leader restarts without it and gets it back.
+	mc.net.Isolate(lead)
+	mc.start(lead)
+	last, err = mc.node(lead).r.LastIndex()
+	require.NoError(t, err)
+	require.Less(t, last, next, "the stopped leader wrote the held entry after all")
+	mc.net.Heal()
+	require.Eventually(t, func() bool {
+		kv, ok := mc.node(lead).State().Get("held")
+		return ok && string(kv.Value) == "v"
+	}, 10*time.Second, 5*time.Millisecond, "the restarted leader never got the entry back")
+}
+
+// A leader whose own writes are held up applies what its followers hold,
+// but takes no snapshot ahead of its own log: that would compact entries
+// it has not written. Once the writes are made, it snapshots again.
+func TestController_NoSnapshotAheadOfTheLocalLog(t *testing.T) {
+	var target, holder atomic.Uint64
+	entered, release := make(chan uint64, 1), make(chan struct{})
+	mc := newMemCluster(t, 3, func(c *Config) {
+		c.SnapshotEvery, c.SnapshotCatchUp = 10, 2
+		id := c.NodeID
+		c.PersistHook = func(last uint64) {
+			if want := target.Load(); want != 0 && last >= want && holder.Load() == id {
+				select {
+				case entered <- last:
+				default:
+				}
+				<-release
+			}
+		}
+	})
+	var releaseOnce sync.Once
+	free := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(free)
+	lead := mc.waitLeader(mc.ids()...)
+	c := mc.node(lead)
+	last, err := c.r.LastIndex()
+	require.NoError(t, err)
+	holder.Store(lead)
+	target.Store(last + 1)
+	for i := range 60 { // six times SnapshotEvery, all answered by the followers' copies
+		_, err := mc.put(lead, fmt.Sprintf("s%02d", i), "v")
+		require.NoError(t, err)
+	}
+	<-entered
+	stable, err := c.r.LastIndex()
+	require.NoError(t, err)
+	require.Greater(t, c.State().AppliedIndex(), stable+50, "applied only what the leader wrote")
+	first, err := c.r.FirstIndex()
+	require.NoError(t, err)
+	require.LessOrEqual(t, first, stable+1, "compacted past the local log: a snapshot got ahead of it")
+	target.Store(0)
+	free()
+	applied := c.State().AppliedIndex()
+	require.Eventually(t, func() bool {
+		first, err := c.r.FirstIndex()
+		return err == nil && first > applied-10
+	}, 10*time.Second, 5*time.Millisecond, "no snapshot once the writes were made")
 }

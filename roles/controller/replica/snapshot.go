@@ -70,6 +70,16 @@ func (c *Replica) maybeSnapshot() {
 	if applied < c.snapIndex || !snapshotDue(applied-c.snapIndex, c.cfg.SnapshotEvery+c.snapJitter, c.logBytes, c.snapBytes) {
 		return
 	}
+	// Applied entries may not be in the local log yet (storage_loops.go):
+	// a snapshot beyond it would compact what has not been written. The
+	// append loop calls again once it has written more.
+	if applied > c.stable.Load() {
+		c.snapWaits.Store(true)
+		if applied > c.stable.Load() {
+			return
+		}
+		c.snapWaits.Store(false)
+	}
 	c.logBytes = 0
 	c.snapJitter = newSnapJitter(c.cfg.SnapshotEvery)
 	start := time.Now()

@@ -22,8 +22,20 @@ import (
 // Nothing is acknowledged earlier than before. raft attaches every message
 // that depends on a write (a follower's MsgAppResp, a vote, the leader's
 // own acknowledgement) to the MsgStorageAppend as a response, delivered
-// here only after the write is synced; and with asynchronous writes raft
-// hands out committed entries only once they are in the local log.
+// here only after the write is synced.
+//
+// Committed entries are applied as soon as raft knows them committed,
+// even before this node's own write of them is synced
+// (ApplyUnstableCommitted, our patch to raft: third_party/raft/CORRAL.md).
+// Committed means a quorum holds the entry durably, so a leader whose own
+// fsync is slow answers once two followers of three have theirs: its
+// disk's tail leaves the write's path unless two disks are slow at once.
+// That is safe because this node's state is rebuilt at restart from its
+// snapshot and its log, never kept apart from them: a crash before the
+// write loses only what the quorum still holds and the leader sends
+// again. The one thing that must not run ahead of the write is a local
+// snapshot, which would record an applied index beyond the local log and
+// compact entries not written yet; maybeSnapshot waits for stable.
 
 // fifo is a queue with one consumer that never blocks its producers:
 // between the raft loop, which must never wait for the disk, and the
@@ -106,13 +118,18 @@ func (c *Replica) appendLoop() error {
 		msgs := c.appendQ.take(nil)
 		for len(msgs) > 0 {
 			n := appendGroup(msgs)
-			if err := c.persist(msgs[:n], saved); err != nil {
+			if err := c.persist(msgs[:n], saved); errors.Is(err, errHalted) {
+				return nil
+			} else if err != nil {
 				return err
 			}
 			msgs = msgs[n:]
 		}
 	}
 }
+
+// errHalted is what persist returns when the replica stops before a write.
+var errHalted = errors.New("replica stopped before the write")
 
 // appendGroup is how many leading messages of msgs one batch writes: a
 // message carrying a snapshot is written alone, since its install
@@ -137,11 +154,30 @@ func (c *Replica) persist(group []*pb.Message, saved *pb.HardState) error {
 	if h := c.cfg.Hooks.BeforePersist; h != nil && len(ents) > 0 {
 		h(ents[len(ents)-1].GetIndex())
 	}
+	select {
+	case <-c.halt:
+		// Stopping: a write not made now is one a crash would not have
+		// made either, and nothing waits on its responses.
+		return errHalted
+	default:
+	}
 	if err := c.store.Save(hs, ents, snap, sync); err != nil {
 		return fmt.Errorf("persist raft log: %w", err)
 	}
 	if hs != nil {
 		saved.Term, saved.Vote, saved.Commit = hs.Term, hs.Vote, hs.Commit
+	}
+	switch {
+	case len(ents) > 0:
+		c.stable.Store(ents[len(ents)-1].GetIndex())
+	case snap != nil:
+		c.stable.Store(snap.GetMetadata().GetIndex())
+	}
+	if c.snapWaits.CompareAndSwap(true, false) {
+		select {
+		case c.stableMoved <- struct{}{}:
+		default:
+		}
 	}
 	if snap != nil {
 		// Before the responses: raft hands out the entries after the
@@ -208,6 +244,8 @@ func (c *Replica) applyLoop() error {
 					return err
 				}
 			}
+			c.maybeSnapshot()
+		case <-c.stableMoved:
 			c.maybeSnapshot()
 		case r := <-c.snapDone:
 			if err := c.snapshotDone(r); err != nil {
