@@ -28,6 +28,7 @@ type controllerMetrics struct {
 	failureTolerance   prometheus.Gauge
 	leaderDeaths       prometheus.Counter
 	deathCampaigns     prometheus.Counter
+	bootCampaigns      prometheus.Counter
 }
 
 func newControllerMetrics(reg *prometheus.Registry) *controllerMetrics {
@@ -80,10 +81,12 @@ func newControllerMetrics(reg *prometheus.Registry) *controllerMetrics {
 			Name: "corral_raft_leader_deaths_total", Help: "Times this follower heard that its leader's process ended and forgot it, to elect a successor at once."}),
 		deathCampaigns: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "corral_raft_death_campaigns_total", Help: "Campaigns this member started because its leader's process ended (not by election timeout)."}),
+		bootCampaigns: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "corral_raft_boot_campaigns_total", Help: "Campaigns this member started as the lowest-id voter while no leader was known just after it started (not by election timeout)."}),
 	}
 	reg.MustRegister(m.msgsDropped, m.voters, m.learners, m.failureTolerance, m.term, m.hasLeader, m.isLeader, m.leaderChanges, m.commitIndex, m.appliedIndex,
 		m.proposalsCommitted, m.proposalsFailed, m.entriesSkipped, m.applyDuration, m.syncDuration, m.snapshots,
-		m.snapshotSize, m.snapshotDuration, m.leaderDeaths, m.deathCampaigns,
+		m.snapshotSize, m.snapshotDuration, m.leaderDeaths, m.deathCampaigns, m.bootCampaigns,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

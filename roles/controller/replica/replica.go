@@ -245,6 +245,7 @@ func Open(cfg Config) (*Replica, error) {
 func (c *Replica) Start() {
 	c.advanceElection()
 	go c.run()
+	go c.electAtBoot()
 	go c.proposeLoop(c.batcher)
 	go c.forwardLoop()
 	go c.reads.run()
