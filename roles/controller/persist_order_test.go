@@ -11,44 +11,82 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// A single controller never answers a write before its own disk holds
-// it. With asynchronous storage writes (storage_loops.go) raft counts the
-// leader's own copy only once the append loop reports it synced, and
-// hands out for applying only entries in the local log.
-func TestController_SingleVoterAnswersOnlyAfterPersisting(t *testing.T) {
-	var target atomic.Uint64 // the entry whose write is held
-	entered, release := make(chan uint64, 1), make(chan struct{})
-	mc := newMemCluster(t, 1, func(c *Config) {
-		c.PersistHook = func(last uint64) {
-			if want := target.Load(); want != 0 && last >= want {
-				entered <- last
-				<-release
+// heldWrites holds one controller's log writes from a given entry on,
+// until free: what a slow or stalled disk looks like to the rest.
+type heldWrites struct {
+	from, on atomic.Uint64 // the first entry held (0: none), and on which controller
+	entered  chan uint64   // the held write's last entry, once it is reached
+	release  chan struct{}
+	once     sync.Once
+}
+
+func newHeldWrites() *heldWrites {
+	return &heldWrites{entered: make(chan uint64, 1), release: make(chan struct{})}
+}
+
+// hook is controller id's PersistHook.
+func (h *heldWrites) hook(id uint64) func(uint64) {
+	return func(last uint64) {
+		if want := h.from.Load(); want != 0 && last >= want && h.on.Load() == id {
+			select {
+			case h.entered <- last:
+			default:
 			}
+			<-h.release
 		}
-	})
-	var releaseOnce sync.Once
-	free := func() { releaseOnce.Do(func() { close(release) }) }
-	t.Cleanup(free) // runs before the cluster's own cleanup: a failed test must not leave the write held
-	mc.waitLeader(1)
-	_, err := mc.put(1, "before", "v")
-	require.NoError(t, err)
-	c := mc.node(1)
-	// The next entry follows the last one written; wait until that one is
-	// applied too, so that only the held write is left to apply.
+	}
+}
+
+// hold holds controller id's writes from entry from on.
+func (h *heldWrites) hold(id, from uint64) {
+	h.on.Store(id)
+	h.from.Store(from)
+}
+
+// free lets every held write go, and holds no more. A test registers it
+// with t.Cleanup after creating its cluster, so that it runs before the
+// cluster's own cleanup: a failed test must not leave a write held.
+func (h *heldWrites) free() {
+	h.from.Store(0)
+	h.once.Do(func() { close(h.release) })
+}
+
+// nextEntry waits until controller c applied its whole log and returns
+// the index the next entry will have.
+func nextEntry(t *testing.T, c *Controller) uint64 {
+	t.Helper()
 	var next uint64
 	require.Eventually(t, func() bool {
 		last, err := c.r.LastIndex()
 		next = last + 1
 		return err == nil && c.State().AppliedIndex() == last
 	}, 10*time.Second, time.Millisecond)
-	target.Store(next)
+	return next
+}
+
+// A single controller never answers a write before its own disk holds
+// it. With asynchronous storage writes (storage_loops.go) raft counts the
+// leader's own copy only once the append loop reports it synced, and
+// hands out for applying only entries in the local log.
+func TestController_SingleVoterAnswersOnlyAfterPersisting(t *testing.T) {
+	h := newHeldWrites()
+	mc := newMemCluster(t, 1, func(c *Config) { c.PersistHook = h.hook(c.NodeID) })
+	t.Cleanup(h.free)
+	mc.waitLeader(1)
+	_, err := mc.put(1, "before", "v")
+	require.NoError(t, err)
+	c := mc.node(1)
+	// The next entry follows the last one written, applied too, so that
+	// only the held write is left to apply.
+	next := nextEntry(t, c)
+	h.hold(1, next)
 	done := make(chan error, 1)
 	go func() {
 		_, err := mc.put(1, "held", "v")
 		done <- err
 	}()
 	select {
-	case <-entered:
+	case <-h.entered:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the write never reached the disk")
 	}
@@ -60,8 +98,7 @@ func TestController_SingleVoterAnswersOnlyAfterPersisting(t *testing.T) {
 		t.Fatalf("answered before the write was persisted (err %v)", err)
 	default:
 	}
-	target.Store(0)
-	free()
+	h.free()
 	require.NoError(t, <-done)
 }
 
@@ -72,41 +109,21 @@ func TestController_SingleVoterAnswersOnlyAfterPersisting(t *testing.T) {
 // in a crash: a new leader has the entry, and the old leader, restarted
 // without it, gets it back.
 func TestController_LeaderAnswersOnceAQuorumOfFollowersHoldsIt(t *testing.T) {
-	var target, holder atomic.Uint64 // the entry whose write is held, and on which node
-	entered, release := make(chan uint64, 1), make(chan struct{})
-	mc := newMemCluster(t, 3, func(c *Config) {
-		id := c.NodeID
-		c.PersistHook = func(last uint64) {
-			if want := target.Load(); want != 0 && last >= want && holder.Load() == id {
-				select {
-				case entered <- last:
-				default:
-				}
-				<-release
-			}
-		}
-	})
-	var releaseOnce sync.Once
-	free := func() { releaseOnce.Do(func() { close(release) }) }
-	t.Cleanup(free)
+	h := newHeldWrites()
+	mc := newMemCluster(t, 3, func(c *Config) { c.PersistHook = h.hook(c.NodeID) })
+	t.Cleanup(h.free)
 	lead := mc.waitLeader(mc.ids()...)
 	_, err := mc.put(lead, "before", "v")
 	require.NoError(t, err)
 	c := mc.node(lead)
-	var next uint64
-	require.Eventually(t, func() bool {
-		last, err := c.r.LastIndex()
-		next = last + 1
-		return err == nil && c.State().AppliedIndex() == last
-	}, 10*time.Second, time.Millisecond)
-	holder.Store(lead)
-	target.Store(next)
+	next := nextEntry(t, c)
+	h.hold(lead, next)
 
 	// Answered, applied, and still not in the leader's own log.
 	_, err = mc.put(lead, "held", "v")
 	require.NoError(t, err, "the followers hold it: the leader should answer")
 	select {
-	case <-entered:
+	case <-h.entered:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the leader's write never reached its disk")
 	}
@@ -125,8 +142,7 @@ func TestController_LeaderAnswersOnceAQuorumOfFollowersHoldsIt(t *testing.T) {
 		mc.stopNode(lead)
 	}()
 	<-c.r.Stopping()
-	target.Store(0)
-	free()
+	h.free()
 	<-stopped
 
 	// A new leader among the other two has it.
@@ -154,43 +170,29 @@ func TestController_LeaderAnswersOnceAQuorumOfFollowersHoldsIt(t *testing.T) {
 // but takes no snapshot ahead of its own log: that would compact entries
 // it has not written. Once the writes are made, it snapshots again.
 func TestController_NoSnapshotAheadOfTheLocalLog(t *testing.T) {
-	var target, holder atomic.Uint64
-	entered, release := make(chan uint64, 1), make(chan struct{})
+	h := newHeldWrites()
 	mc := newMemCluster(t, 3, func(c *Config) {
 		c.SnapshotEvery, c.SnapshotCatchUp = 10, 2
-		id := c.NodeID
-		c.PersistHook = func(last uint64) {
-			if want := target.Load(); want != 0 && last >= want && holder.Load() == id {
-				select {
-				case entered <- last:
-				default:
-				}
-				<-release
-			}
-		}
+		c.PersistHook = h.hook(c.NodeID)
 	})
-	var releaseOnce sync.Once
-	free := func() { releaseOnce.Do(func() { close(release) }) }
-	t.Cleanup(free)
+	t.Cleanup(h.free)
 	lead := mc.waitLeader(mc.ids()...)
 	c := mc.node(lead)
 	last, err := c.r.LastIndex()
 	require.NoError(t, err)
-	holder.Store(lead)
-	target.Store(last + 1)
+	h.hold(lead, last+1)
 	for i := range 60 { // six times SnapshotEvery, all answered by the followers' copies
 		_, err := mc.put(lead, fmt.Sprintf("s%02d", i), "v")
 		require.NoError(t, err)
 	}
-	<-entered
+	<-h.entered
 	stable, err := c.r.LastIndex()
 	require.NoError(t, err)
 	require.Greater(t, c.State().AppliedIndex(), stable+50, "applied only what the leader wrote")
 	first, err := c.r.FirstIndex()
 	require.NoError(t, err)
 	require.LessOrEqual(t, first, stable+1, "compacted past the local log: a snapshot got ahead of it")
-	target.Store(0)
-	free()
+	h.free()
 	applied := c.State().AppliedIndex()
 	require.Eventually(t, func() bool {
 		first, err := c.r.FirstIndex()
