@@ -44,10 +44,15 @@ func (c *Replica) electAtBoot() {
 			if len(voters) < 2 || c.campaignRank(0) != 0 {
 				return // a lone voter elects itself; a learner or a higher id waits for raft
 			}
-			// Never from StateCandidate: a second campaign there starts a
-			// new term and throws away the votes on their way.
-			switch raft.StateType(c.raftState.Load()) {
-			case raft.StateFollower, raft.StatePreCandidate:
+			// Never from StateCandidate: a second campaign there throws
+			// away the votes on their way and costs another term. The
+			// state is asked of raft itself: the one the raft loop
+			// publishes lagged by 50 ms in a restart of a million keys,
+			// and a campaign on a stale "pre-candidate" hit a candidate.
+			switch st := c.node.Status(); {
+			case st.Lead != 0:
+				return
+			case st.RaftState == raft.StateFollower, st.RaftState == raft.StatePreCandidate:
 				// Counted first: the election may be over before
 				// Campaign returns, and a test reads this once it is.
 				c.met.bootCampaigns.Inc()
