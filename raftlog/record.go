@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 
 	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -133,4 +134,58 @@ func decodeTruncPayload(p []byte) (truncState, error) {
 		return truncState{}, fmt.Errorf("%w: %s: payload is %d bytes, want 16", ErrCorrupt, describeKey(keyTrunc), len(p))
 	}
 	return truncState{index: binary.BigEndian.Uint64(p[:8]), term: binary.BigEndian.Uint64(p[8:])}, nil
+}
+
+// checkEntryRecord verifies the log entry stored under key as
+// decodeEntryRecord does (checksum, wire format, index matching the key)
+// and returns its term and encoded size, without decoding it into an Entry:
+// opening a store verifies every entry, and most of a long log is never
+// read again. It never panics on arbitrary input (see
+// FuzzCheckEntryRecord).
+func checkEntryRecord(key, val []byte) (term uint64, size int, err error) {
+	idx, err := parseLogKey(key)
+	if err != nil {
+		return 0, 0, err
+	}
+	payload, err := decodeRecord(key, val)
+	if err != nil {
+		return 0, 0, err
+	}
+	undecodable := func(what string) error {
+		return fmt.Errorf("%w: %s: undecodable payload: %s", ErrCorrupt, describeKey(key), what)
+	}
+	var index uint64
+	for b := payload; len(b) > 0; {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return 0, 0, undecodable(protowire.ParseError(n).Error())
+		}
+		if num > protowire.MaxValidNumber { // ConsumeTag allows MessageSet's larger ones
+			return 0, 0, undecodable("invalid field number")
+		}
+		b = b[n:]
+		switch {
+		case (num == 2 || num == 3) && typ == protowire.VarintType:
+			v, n := protowire.ConsumeVarint(b)
+			if n < 0 {
+				return 0, 0, undecodable(protowire.ParseError(n).Error())
+			}
+			if num == 2 {
+				term = v
+			} else {
+				index = v
+			}
+			b = b[n:]
+		default:
+			n := protowire.ConsumeFieldValue(num, typ, b)
+			if n < 0 {
+				return 0, 0, undecodable(protowire.ParseError(n).Error())
+			}
+			b = b[n:]
+		}
+	}
+	if index != idx {
+		return 0, 0, fmt.Errorf("%w: %s: entry carries index %d", ErrCorrupt, describeKey(key), index)
+	}
+	return term, len(payload), nil
 }
