@@ -138,18 +138,18 @@ func decodeTruncPayload(p []byte) (truncState, error) {
 
 // checkEntryRecord verifies the log entry stored under key as
 // decodeEntryRecord does (checksum, wire format, index matching the key)
-// and returns its term and encoded size, without decoding it into an Entry:
+// and returns its term, without decoding it into an Entry:
 // opening a store verifies every entry, and most of a long log is never
 // read again. It never panics on arbitrary input (see
 // FuzzCheckEntryRecord).
-func checkEntryRecord(key, val []byte) (term uint64, size int, err error) {
+func checkEntryRecord(key, val []byte) (term uint64, err error) {
 	idx, err := parseLogKey(key)
 	if err != nil {
-		return 0, 0, err
+		return 0, err
 	}
 	payload, err := decodeRecord(key, val)
 	if err != nil {
-		return 0, 0, err
+		return 0, err
 	}
 	undecodable := func(what string) error {
 		return fmt.Errorf("%w: %s: undecodable payload: %s", ErrCorrupt, describeKey(key), what)
@@ -158,17 +158,17 @@ func checkEntryRecord(key, val []byte) (term uint64, size int, err error) {
 	for b := payload; len(b) > 0; {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
-			return 0, 0, undecodable(protowire.ParseError(n).Error())
+			return 0, undecodable(protowire.ParseError(n).Error())
 		}
 		if num > protowire.MaxValidNumber { // ConsumeTag allows MessageSet's larger ones
-			return 0, 0, undecodable("invalid field number")
+			return 0, undecodable("invalid field number")
 		}
 		b = b[n:]
 		switch {
 		case (num == 2 || num == 3) && typ == protowire.VarintType:
 			v, n := protowire.ConsumeVarint(b)
 			if n < 0 {
-				return 0, 0, undecodable(protowire.ParseError(n).Error())
+				return 0, undecodable(protowire.ParseError(n).Error())
 			}
 			if num == 2 {
 				term = v
@@ -179,13 +179,13 @@ func checkEntryRecord(key, val []byte) (term uint64, size int, err error) {
 		default:
 			n := protowire.ConsumeFieldValue(num, typ, b)
 			if n < 0 {
-				return 0, 0, undecodable(protowire.ParseError(n).Error())
+				return 0, undecodable(protowire.ParseError(n).Error())
 			}
 			b = b[n:]
 		}
 	}
 	if index != idx {
-		return 0, 0, fmt.Errorf("%w: %s: entry carries index %d", ErrCorrupt, describeKey(key), index)
+		return 0, fmt.Errorf("%w: %s: entry carries index %d", ErrCorrupt, describeKey(key), index)
 	}
-	return term, len(payload), nil
+	return term, nil
 }

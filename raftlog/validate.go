@@ -177,7 +177,7 @@ func (s *Store) scanLog(trunc truncState) (last uint64, err error) {
 			term = e.GetTerm()
 			cached = append(cached, e)
 			budget -= min(budget, uint64(proto.Size(e))+entryOverhead)
-		} else if term, _, err = checkEntryRecord(it.Key(), it.Value()); err != nil {
+		} else if term, err = checkEntryRecord(it.Key(), it.Value()); err != nil {
 			return 0, err
 		}
 		if after.idx != 0 && after.term < term {

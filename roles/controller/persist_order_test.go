@@ -43,6 +43,16 @@ func (h *heldWrites) hold(id, from uint64) {
 	h.from.Store(from)
 }
 
+// waitEntered waits until the held write is reached.
+func (h *heldWrites) waitEntered(t *testing.T, what string) {
+	t.Helper()
+	select {
+	case <-h.entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal(what)
+	}
+}
+
 // free lets every held write go, and holds no more. A test registers it
 // with t.Cleanup after creating its cluster, so that it runs before the
 // cluster's own cleanup: a failed test must not leave a write held.
@@ -85,11 +95,7 @@ func TestController_SingleVoterAnswersOnlyAfterPersisting(t *testing.T) {
 		_, err := mc.put(1, "held", "v")
 		done <- err
 	}()
-	select {
-	case <-h.entered:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the write never reached the disk")
-	}
+	h.waitEntered(t, "the write never reached the disk")
 	// The append loop is inside the write, and raft hands the apply loop
 	// only entries in the local log: the held one cannot be applied.
 	require.Less(t, c.State().AppliedIndex(), next, "applied before it was persisted")
@@ -122,11 +128,7 @@ func TestController_LeaderAnswersOnceAQuorumOfFollowersHoldsIt(t *testing.T) {
 	// Answered, applied, and still not in the leader's own log.
 	_, err = mc.put(lead, "held", "v")
 	require.NoError(t, err, "the followers hold it: the leader should answer")
-	select {
-	case <-h.entered:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the leader's write never reached its disk")
-	}
+	h.waitEntered(t, "the leader's write never reached its disk")
 	kv, ok := c.State().Get("held")
 	require.True(t, ok, "answered but not applied")
 	require.Equal(t, "v", string(kv.Value))
@@ -185,7 +187,7 @@ func TestController_NoSnapshotAheadOfTheLocalLog(t *testing.T) {
 		_, err := mc.put(lead, fmt.Sprintf("s%02d", i), "v")
 		require.NoError(t, err)
 	}
-	<-h.entered
+	h.waitEntered(t, "the leader's write never reached its disk")
 	stable, err := c.r.LastIndex()
 	require.NoError(t, err)
 	require.Greater(t, c.State().AppliedIndex(), stable+50, "applied only what the leader wrote")

@@ -35,9 +35,6 @@ func (c *Replica) electAtBoot() {
 	t := time.NewTicker(c.cfg.TickInterval)
 	defer t.Stop()
 	for {
-		if c.leader.Load() != 0 {
-			return
-		}
 		// The configuration may be known only once the log after the
 		// snapshot is applied (a young cluster has none): until then, wait.
 		if voters, _ := c.members(); len(voters) > 0 {
@@ -61,9 +58,7 @@ func (c *Replica) electAtBoot() {
 		}
 		select {
 		case <-t.C:
-		case <-ctx.Done():
-			return
-		case <-c.stopc:
+		case <-ctx.Done(): // also when the replica stops (c.ctx)
 			return
 		}
 	}

@@ -131,19 +131,15 @@ type Replica struct {
 	confState *pb.ConfState
 	// The apply loop (storage_loops.go) owns the snapshot bookkeeping.
 	snapIndex uint64 // index of the latest local snapshot
-	// stable is the last index of the local log as last written and
-	// synced by the append loop: raft may hand out committed entries
-	// before they are written here (storage_loops.go), and a snapshot may
-	// not be taken ahead of it (snapshot.go).
-	stable atomic.Uint64
-	// snapWaits is set while a due snapshot waits for stable to reach
-	// the applied index; the append loop then nudges the apply loop
-	// through stableMoved.
-	snapWaits   atomic.Bool
-	stableMoved chan struct{}
-	snapBusy    bool   // a snapshot is being written (snapshot.go)
-	snapBytes   uint64 // size of the latest snapshot
-	logBytes    uint64 // entry data applied since the latest snapshot began
+	// snapWaits is set while a due snapshot waits for the local log to
+	// reach the applied index (raft may hand out committed entries before
+	// they are written here, storage_loops.go); the append loop then
+	// nudges the apply loop through logMoved.
+	snapWaits atomic.Bool
+	logMoved  chan struct{}
+	snapBusy  bool   // a snapshot is being written (snapshot.go)
+	snapBytes uint64 // size of the latest snapshot
+	logBytes  uint64 // entry data applied since the latest snapshot began
 	// snapJitter is this member's random delay before its next snapshot
 	// (snapshot.go).
 	snapJitter uint64
@@ -178,20 +174,20 @@ func Open(cfg Config) (*Replica, error) {
 		return nil, fmt.Errorf("create data dir %s: %w", cfg.DataDir, err)
 	}
 	c := &Replica{
-		cfg:         cfg,
-		log:         cfg.Logger,
-		reg:         cfg.Registry,
-		stopc:       make(chan struct{}),
-		halt:        make(chan struct{}),
-		appendQ:     newFIFO[*pb.Message](),
-		applyQ:      newFIFO[applyItem](),
-		props:       newFIFO[queuedProposal](),
-		done:        make(chan struct{}),
-		failed:      make(chan error, 1),
-		snapDone:    make(chan snapResult, 1),
-		stableMoved: make(chan struct{}, 1),
-		fwdProps:    make(chan *pb.Message, forwardedProposalQueue),
-		death:       deathElection{kick: make(chan struct{}, 1)},
+		cfg:      cfg,
+		log:      cfg.Logger,
+		reg:      cfg.Registry,
+		stopc:    make(chan struct{}),
+		halt:     make(chan struct{}),
+		appendQ:  newFIFO[*pb.Message](),
+		applyQ:   newFIFO[applyItem](),
+		props:    newFIFO[queuedProposal](),
+		done:     make(chan struct{}),
+		failed:   make(chan error, 1),
+		snapDone: make(chan snapResult, 1),
+		logMoved: make(chan struct{}, 1),
+		fwdProps: make(chan *pb.Message, forwardedProposalQueue),
+		death:    deathElection{kick: make(chan struct{}, 1)},
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.clusterID.Store("")
@@ -423,11 +419,6 @@ func (c *Replica) startRaft() error {
 	}
 	c.state.Store(st)
 	c.applied.set(st.AppliedIndex())
-	last, err := c.store.LastIndex()
-	if err != nil {
-		return fmt.Errorf("read last log index: %w", err)
-	}
-	c.stable.Store(last)
 	c.setConfState(cs)
 	if id := st.ClusterID(); id != "" && c.ClusterID() == "" {
 		c.clusterID.Store(id)

@@ -73,9 +73,9 @@ func (c *Replica) maybeSnapshot() {
 	// Applied entries may not be in the local log yet (storage_loops.go):
 	// a snapshot beyond it would compact what has not been written. The
 	// append loop calls again once it has written more.
-	if applied > c.stable.Load() {
+	if !c.logHolds(applied) {
 		c.snapWaits.Store(true)
-		if applied > c.stable.Load() {
+		if !c.logHolds(applied) {
 			return
 		}
 		c.snapWaits.Store(false)
@@ -88,6 +88,13 @@ func (c *Replica) maybeSnapshot() {
 	c.met.snapshotDuration.WithLabelValues("cut").Observe(time.Since(start).Seconds())
 	c.snapBusy = true
 	c.snapWG.Go(func() { c.snapDone <- c.writeSnapshot(cut, cs, start) })
+}
+
+// logHolds reports whether the local log, as written and synced, reaches
+// index i (false when the store cannot say: it is closing).
+func (c *Replica) logHolds(i uint64) bool {
+	last, err := c.store.LastIndex()
+	return err == nil && last >= i
 }
 
 // writeSnapshot encodes and saves cut, then compacts the log behind it,

@@ -35,7 +35,7 @@ import (
 // write loses only what the quorum still holds and the leader sends
 // again. The one thing that must not run ahead of the write is a local
 // snapshot, which would record an applied index beyond the local log and
-// compact entries not written yet; maybeSnapshot waits for stable.
+// compact entries not written yet; maybeSnapshot waits for the log.
 
 // fifo is a queue with one consumer that never blocks its producers:
 // between the raft loop, which must never wait for the disk, and the
@@ -167,15 +167,9 @@ func (c *Replica) persist(group []*pb.Message, saved *pb.HardState) error {
 	if hs != nil {
 		saved.Term, saved.Vote, saved.Commit = hs.Term, hs.Vote, hs.Commit
 	}
-	switch {
-	case len(ents) > 0:
-		c.stable.Store(ents[len(ents)-1].GetIndex())
-	case snap != nil:
-		c.stable.Store(snap.GetMetadata().GetIndex())
-	}
 	if c.snapWaits.CompareAndSwap(true, false) {
 		select {
-		case c.stableMoved <- struct{}{}:
+		case c.logMoved <- struct{}{}:
 		default:
 		}
 	}
@@ -245,7 +239,7 @@ func (c *Replica) applyLoop() error {
 				}
 			}
 			c.maybeSnapshot()
-		case <-c.stableMoved:
+		case <-c.logMoved:
 			c.maybeSnapshot()
 		case r := <-c.snapDone:
 			if err := c.snapshotDone(r); err != nil {
