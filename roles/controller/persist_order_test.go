@@ -43,13 +43,16 @@ func (h *heldWrites) hold(id, from uint64) {
 	h.from.Store(from)
 }
 
-// waitEntered waits until the held write is reached.
-func (h *heldWrites) waitEntered(t *testing.T, what string) {
+// waitEntered waits until the held write is reached and returns its last
+// entry.
+func (h *heldWrites) waitEntered(t *testing.T, what string) uint64 {
 	t.Helper()
 	select {
-	case <-h.entered:
+	case last := <-h.entered:
+		return last
 	case <-time.After(10 * time.Second):
 		t.Fatal(what)
+		return 0
 	}
 }
 
@@ -95,10 +98,17 @@ func TestController_SingleVoterAnswersOnlyAfterPersisting(t *testing.T) {
 		_, err := mc.put(1, "held", "v")
 		done <- err
 	}()
-	h.waitEntered(t, "the write never reached the disk")
+	held := h.waitEntered(t, "the write never reached the disk")
 	// The append loop is inside the write, and raft hands the apply loop
-	// only entries in the local log: the held one cannot be applied.
-	require.Less(t, c.State().AppliedIndex(), next, "applied before it was persisted")
+	// only entries in the local log: nothing past what the disk holds is
+	// applied. (An entry of the controller's own may have been written
+	// before the hold: the held write is the one with the put, not
+	// necessarily entry next.) Applied is read first: both only grow.
+	applied := c.State().AppliedIndex()
+	persisted, err := c.r.LastIndex()
+	require.NoError(t, err)
+	require.Less(t, persisted, held, "the held write's entries are on disk")
+	require.LessOrEqual(t, applied, persisted, "applied before it was persisted")
 	select {
 	case err := <-done:
 		t.Fatalf("answered before the write was persisted (err %v)", err)
@@ -168,13 +178,15 @@ func TestController_LeaderAnswersOnceAQuorumOfFollowersHoldsIt(t *testing.T) {
 	}, 10*time.Second, 5*time.Millisecond, "the restarted leader never got the entry back")
 }
 
-// A leader whose own writes are held up applies what its followers hold,
-// but takes no snapshot ahead of its own log: that would compact entries
-// it has not written. Once the writes are made, it snapshots again.
-func TestController_NoSnapshotAheadOfTheLocalLog(t *testing.T) {
+// leaderAheadOfItsLog starts three controllers snapshotting every
+// entries, holds the leader's own log writes, and puts 60 keys, all
+// answered by the followers' copies: the leader then has applied entries
+// its own log does not hold yet. It returns the leader and the hold.
+func leaderAheadOfItsLog(t *testing.T, every uint64) (*Controller, *heldWrites) {
+	t.Helper()
 	h := newHeldWrites()
 	mc := newMemCluster(t, 3, func(c *Config) {
-		c.SnapshotEvery, c.SnapshotCatchUp = 10, 2
+		c.SnapshotEvery, c.SnapshotCatchUp = every, 2
 		c.PersistHook = h.hook(c.NodeID)
 	})
 	t.Cleanup(h.free)
@@ -183,11 +195,19 @@ func TestController_NoSnapshotAheadOfTheLocalLog(t *testing.T) {
 	last, err := c.r.LastIndex()
 	require.NoError(t, err)
 	h.hold(lead, last+1)
-	for i := range 60 { // six times SnapshotEvery, all answered by the followers' copies
+	for i := range 60 {
 		_, err := mc.put(lead, fmt.Sprintf("s%02d", i), "v")
 		require.NoError(t, err)
 	}
 	h.waitEntered(t, "the leader's write never reached its disk")
+	return c, h
+}
+
+// A leader whose own writes are held up applies what its followers hold,
+// but takes no snapshot ahead of its own log: that would compact entries
+// it has not written. Once the writes are made, it snapshots again.
+func TestController_NoSnapshotAheadOfTheLocalLog(t *testing.T) {
+	c, h := leaderAheadOfItsLog(t, 10) // six times SnapshotEvery
 	stable, err := c.r.LastIndex()
 	require.NoError(t, err)
 	require.Greater(t, c.State().AppliedIndex(), stable+50, "applied only what the leader wrote")
@@ -200,4 +220,44 @@ func TestController_NoSnapshotAheadOfTheLocalLog(t *testing.T) {
 		first, err := c.r.FirstIndex()
 		return err == nil && first > applied-10
 	}, 10*time.Second, 5*time.Millisecond, "no snapshot once the writes were made")
+}
+
+// A stop that finds the leader's applied entries ahead of its own log (its
+// writes held up, the followers' copies answered them) cannot snapshot
+// them yet: that would compact entries it has not written. Its snapshot
+// waits for the writes, and is taken as soon as the append loop has made
+// them, well inside the stop's bound.
+func TestController_StopSnapshotWaitsForTheLocalLog(t *testing.T) {
+	c, h := leaderAheadOfItsLog(t, 20) // three times SnapshotEvery
+	stable, err := c.r.LastIndex()
+	require.NoError(t, err)
+	applied := c.State().AppliedIndex()
+	require.Greater(t, applied, stable+40, "applied only what the leader wrote")
+
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), stopSnapshotWithin)
+		defer cancel()
+		done <- c.r.SnapshotBeforeStop(ctx)
+	}()
+	// Checks that nothing happens for a while: not a wait for a condition.
+	select {
+	case err := <-done:
+		t.Fatalf("the stop's snapshot finished while the log lagged (err %v)", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	first, err := c.r.FirstIndex()
+	require.NoError(t, err)
+	require.LessOrEqual(t, first, stable+1, "compacted past the local log: a snapshot got ahead of it")
+
+	h.free()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(stopSnapshotWithin):
+		t.Fatal("the stop's snapshot was not taken once the writes were made")
+	}
+	first, err = c.r.FirstIndex()
+	require.NoError(t, err)
+	require.Greater(t, first, applied-10, "the stop's snapshot does not cover what was applied")
 }

@@ -1200,6 +1200,11 @@ func (r *raft) Step(m *pb.Message) error {
 
 	switch m.GetType() {
 	case pb.MsgHup:
+		if r.state == StateCandidate && string(m.GetContext()) == campaignUnlessCandidate {
+			// corral: CampaignUnlessCandidate (campaign_unless_candidate.go).
+			r.logger.Debugf("%x ignoring MsgHup because already a candidate at term %d", r.id, r.Term)
+			return nil
+		}
 		if r.preVote {
 			r.hup(campaignPreElection)
 		} else {

@@ -27,6 +27,12 @@ import (
 // raft's own timers are left to it, as after a leader's death
 // (leaderdeath.go).
 
+// campaigner is raft's node with the CampaignUnlessCandidate our copy adds
+// (here and in leaderdeath.go).
+type campaigner interface {
+	CampaignUnlessCandidate(ctx context.Context) error
+}
+
 // electAtBoot runs once, when the replica starts.
 func (c *Replica) electAtBoot() {
 	window := time.Duration(c.cfg.ElectionTicks) * c.cfg.TickInterval
@@ -42,18 +48,21 @@ func (c *Replica) electAtBoot() {
 				return // a lone voter elects itself; a learner or a higher id waits for raft
 			}
 			// Never from StateCandidate: a second campaign there throws
-			// away the votes on their way and costs another term. The
-			// state is asked of raft itself: the one the raft loop
-			// publishes lagged by 50 ms in a restart of a million keys,
-			// and a campaign on a stale "pre-candidate" hit a candidate.
+			// away the votes on their way and costs another term. Raft
+			// decides that when it steps the campaign
+			// (CampaignUnlessCandidate): a check of its state before
+			// could not, since it may become a candidate in between (a
+			// whole-cluster restart then took two terms, once in CI).
+			// The state read here only saves a pointless campaign; it is
+			// asked of raft, the one the raft loop publishes can lag.
 			switch st := c.node.Status(); {
 			case st.Lead != 0:
 				return
 			case st.RaftState == raft.StateFollower, st.RaftState == raft.StatePreCandidate:
 				// Counted first: the election may be over before
-				// Campaign returns, and a test reads this once it is.
+				// the campaign returns, and a test reads this once it is.
 				c.met.bootCampaigns.Inc()
-				_ = c.node.Campaign(ctx) // fails only when stopping
+				_ = c.campaign.CampaignUnlessCandidate(ctx) // fails only when stopping
 			}
 		}
 		select {

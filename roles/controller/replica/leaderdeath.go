@@ -138,16 +138,24 @@ func (c *Replica) electAfterLeaderDeath(dead, gen uint64) {
 		case <-c.stopc:
 			return
 		}
-		if lead := c.leader.Load(); (lead != 0 && lead != dead) || !c.death.current(gen) {
-			return // elected (here or elsewhere), or a newer report took over
+		if !c.death.current(gen) {
+			return // a newer report took over
+		}
+		// Raft is asked, not the state the raft loop publishes, which can
+		// lag behind it.
+		st := c.node.Status()
+		if st.Lead != 0 && st.Lead != dead {
+			return // elected, here or elsewhere
 		}
 		// Never from StateCandidate: a second campaign there starts a
-		// new term and throws away the votes on their way.
-		switch raft.StateType(c.raftState.Load()) {
+		// new term and throws away the votes on their way. Raft itself
+		// refuses it there (CampaignUnlessCandidate, as bootelection.go).
+		switch st.RaftState {
 		case raft.StateFollower, raft.StatePreCandidate:
-			if err := c.node.Campaign(ctx); err == nil {
-				c.met.deathCampaigns.Inc()
-			}
+			// Counted first, as at boot: the election may be over before
+			// the campaign returns, and a test reads this once it is.
+			c.met.deathCampaigns.Inc()
+			_ = c.campaign.CampaignUnlessCandidate(ctx) // fails only when stopping
 		}
 		t.Reset(deathCampaignEvery * c.cfg.TickInterval)
 	}

@@ -137,9 +137,14 @@ type Replica struct {
 	// nudges the apply loop through logMoved.
 	snapWaits atomic.Bool
 	logMoved  chan struct{}
-	snapBusy  bool   // a snapshot is being written (snapshot.go)
-	snapBytes uint64 // size of the latest snapshot
-	logBytes  uint64 // entry data applied since the latest snapshot began
+	snapBusy  bool // a snapshot is being written (snapshot.go)
+	// snapForced makes the next maybeSnapshot take one whether due or
+	// not, for stopSnapWaiter (stopsnapshot.go); both are the apply loop's.
+	snapForced     bool
+	stopSnapWaiter chan error
+	stopSnapReq    chan chan error
+	snapBytes      uint64 // size of the latest snapshot
+	logBytes       uint64 // entry data applied since the latest snapshot began
 	// snapJitter is this member's random delay before its next snapshot
 	// (snapshot.go).
 	snapJitter uint64
@@ -151,6 +156,7 @@ type Replica struct {
 	fwdProps chan *pb.Message      // proposals forwarded by followers (forward.go)
 	props    *fifo[queuedProposal] // proposals waiting for proposeLoop (propose_batch.go)
 	batcher  batchProposer         // c.node, with our raft copy's ProposeBatch
+	campaign campaigner            // c.node, with our raft copy's CampaignUnlessCandidate
 
 	appendQ *fifo[*pb.Message] // raft loop -> append loop (storage_loops.go)
 	applyQ  *fifo[applyItem]   // raft and append loops -> apply loop
@@ -188,6 +194,8 @@ func Open(cfg Config) (*Replica, error) {
 		logMoved: make(chan struct{}, 1),
 		fwdProps: make(chan *pb.Message, forwardedProposalQueue),
 		death:    deathElection{kick: make(chan struct{}, 1)},
+		// the apply loop takes a stop's snapshot request (stopsnapshot.go)
+		stopSnapReq: make(chan chan error),
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.clusterID.Store("")
@@ -216,14 +224,15 @@ func Open(cfg Config) (*Replica, error) {
 		c.store.Close()
 		return nil, err
 	}
-	bp, ok := c.node.(batchProposer)
-	if !ok { // a build without third_party/raft (go.mod's replace)
+	bp, ok1 := c.node.(batchProposer)
+	cp, ok2 := c.node.(campaigner)
+	if !ok1 || !ok2 { // a build without third_party/raft (go.mod's replace)
 		c.node.Stop()
 		c.tr.Close()
 		c.store.Close()
-		return nil, errors.New("raft node has no ProposeBatch: corral must be built with its copy of raft (third_party/raft)")
+		return nil, errors.New("raft node has no ProposeBatch or CampaignUnlessCandidate: corral must be built with its copy of raft (third_party/raft)")
 	}
-	c.batcher = bp
+	c.batcher, c.campaign = bp, cp
 	c.revocationsChanged() // connections accepted before the deny-list was loaded
 	// Inbound messages reach raft, so the transport starts only now.
 	if err := c.tr.Start(c); err != nil {

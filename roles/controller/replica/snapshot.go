@@ -67,7 +67,10 @@ func (c *Replica) maybeSnapshot() {
 	}
 	st := c.state.Load()
 	applied := st.AppliedIndex()
-	if applied < c.snapIndex || !snapshotDue(applied-c.snapIndex, c.cfg.SnapshotEvery+c.snapJitter, c.logBytes, c.snapBytes) {
+	if applied <= c.snapIndex || (!c.snapForced && !snapshotDue(applied-c.snapIndex, c.cfg.SnapshotEvery+c.snapJitter, c.logBytes, c.snapBytes)) {
+		if applied <= c.snapIndex {
+			c.snapForced = false // nothing beyond the last one to take
+		}
 		return
 	}
 	// Applied entries may not be in the local log yet (storage_loops.go):
@@ -81,6 +84,7 @@ func (c *Replica) maybeSnapshot() {
 		c.snapWaits.Store(false)
 	}
 	c.logBytes = 0
+	c.snapForced = false
 	c.snapJitter = newSnapJitter(c.cfg.SnapshotEvery)
 	start := time.Now()
 	cut := st.Cut()

@@ -242,9 +242,13 @@ func (c *Replica) applyLoop() error {
 		case <-c.logMoved:
 			c.maybeSnapshot()
 		case r := <-c.snapDone:
-			if err := c.snapshotDone(r); err != nil {
+			err := c.snapshotDone(r)
+			c.stopSnapshotProgress(err) // stopsnapshot.go
+			if err != nil {
 				return err
 			}
+		case done := <-c.stopSnapReq:
+			c.stopSnapshotRequested(done)
 		case <-c.halt:
 			return nil
 		}
