@@ -152,10 +152,22 @@ func (w *workerProc) dumpLog() {
 		return
 	}
 	lines := strings.Split(string(b), "\n")
+	// Warnings first, all of them: a fencing or a refused epoch is what a
+	// failure is usually about, and it may lie far from the log's end.
+	var warns []string
+	for _, l := range lines {
+		if strings.Contains(l, `"level":"WARN"`) || strings.Contains(l, `"level":"ERROR"`) {
+			warns = append(warns, l)
+		}
+	}
+	if len(warns) > 40 {
+		warns = warns[len(warns)-40:]
+	}
 	if len(lines) > 40 {
 		lines = lines[len(lines)-40:]
 	}
-	w.t.Logf("--- last log lines of worker %s ---\n%s", w.name, strings.Join(lines, "\n"))
+	w.t.Logf("--- warnings of worker %s ---\n%s\n--- last log lines of worker %s ---\n%s",
+		w.name, strings.Join(warns, "\n"), w.name, strings.Join(lines, "\n"))
 }
 
 // logEntries returns the worker's JSON log records whose msg is msg.

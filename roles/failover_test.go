@@ -30,6 +30,7 @@ func TestWorker_RepeatedLeaderLossFencesNoWorkerAtProductionRatios(t *testing.T)
 	// election timeout in both).
 	const heartbeat, sessionTimeout = worker.DefaultHeartbeatInterval / 5, transport.DefaultSessionTimeout / 5
 	wc := testcluster.New(t, 3, func(c *controller.Config) { c.SessionTimeout = sessionTimeout })
+	wc.Net.SetStreamBackoff(true) // connections that crossed a partition recover as QUIC's do
 	tweak := func(c *worker.Config) { c.HeartbeatInterval = heartbeat }
 	ws := []*testcluster.Worker{wc.StartWorker("", tweak), wc.StartWorker("", tweak), wc.StartWorker("", tweak)}
 	wc.WaitAlive(ws...)
@@ -95,6 +96,7 @@ func TestWorker_RandomLeaderFailuresUnderLossFenceNoWorker(t *testing.T) {
 			wc := testcluster.NewSeeded(t, 3, seed, func(c *controller.Config) { c.SessionTimeout = sessionTimeout })
 			wc.Net.SetDropRate(0.02)
 			wc.Net.SetDelay(time.Millisecond, 8*time.Millisecond)
+			wc.Net.SetStreamBackoff(true) // connections that crossed a partition recover as QUIC's do
 			tweak := func(c *worker.Config) { c.HeartbeatInterval = heartbeat }
 			ws := []*testcluster.Worker{wc.StartWorker("", tweak), wc.StartWorker("", tweak), wc.StartWorker("", tweak)}
 			wc.WaitAlive(ws...)

@@ -18,6 +18,14 @@ import (
 // the other side only once it could hear about it. Loss and delay settings
 // of the MemNetwork do not apply to streams (they are reliable).
 
+// With SetStreamBackoff, a session also models QUIC's retransmission
+// timer: it doubles each time it fires unanswered, so after bytes were
+// lost to a partition the first packet after the heal leaves only when the
+// timer next fires. The session stays stalled after the heal for about as
+// long as the loss lasted (the doubling timer's next expiry lies between
+// that and twice it). A session that wrote nothing while cut off is not
+// stalled: QUIC sends new data at once.
+
 // memStreamPoll is how often a blocked reader re-checks reachability.
 const memStreamPoll = 5 * time.Millisecond
 
@@ -26,6 +34,17 @@ type memStreams struct {
 	mu        sync.Mutex
 	listeners map[string]*memStreamListener
 	idle      time.Duration
+	backoff   bool
+}
+
+// SetStreamBackoff makes sessions opened from now on stall after a
+// partition heals for as long as bytes written to them were being lost,
+// as QUIC's backed-off retransmission timer does (above).
+func (n *MemNetwork) SetStreamBackoff(on bool) {
+	ms := n.streams()
+	ms.mu.Lock()
+	ms.backoff = on
+	ms.mu.Unlock()
 }
 
 // memStreamNets attaches stream state to a MemNetwork without widening its
@@ -155,13 +174,13 @@ func (d *memStreamDialer) DialStream(ctx context.Context, addr string) (Stream, 
 	ms := d.n.streams()
 	for {
 		ms.mu.Lock()
-		l, idle := ms.listeners[addr], ms.idle
+		l, idle, backoff := ms.listeners[addr], ms.idle, ms.backoff
 		ms.mu.Unlock()
 		if l == nil || l.isClosed() {
 			return nil, fmt.Errorf("dial %s: no listener (connection refused)", addr)
 		}
 		if d.n.reachable(d.id, l.id) {
-			return d.connect(ctx, l, idle)
+			return d.connect(ctx, l, idle, backoff)
 		}
 		t := time.NewTimer(memStreamPoll)
 		select {
@@ -173,8 +192,8 @@ func (d *memStreamDialer) DialStream(ctx context.Context, addr string) (Stream, 
 	}
 }
 
-func (d *memStreamDialer) connect(ctx context.Context, l *memStreamListener, idle time.Duration) (Stream, error) {
-	sess := &memSession{n: d.n, ids: [2]uint64{d.id, l.id}, idle: idle}
+func (d *memStreamDialer) connect(ctx context.Context, l *memStreamListener, idle time.Duration, backoff bool) (Stream, error) {
+	sess := &memSession{n: d.n, ids: [2]uint64{d.id, l.id}, idle: idle, backoff: backoff}
 	ab, ba := newMemPipe(), newMemPipe()
 	client := &memStream{sess: sess, side: 0, in: ba, out: ab, remote: l.addr}
 	server := &memStream{sess: sess, side: 1, in: ab, out: ba, remote: fmt.Sprintf("mem-node-%d", d.id),
@@ -231,14 +250,17 @@ func (d *memStreamDialer) Close() error {
 
 // memSession is the shared state of the two ends of one stream.
 type memSession struct {
-	n    *MemNetwork
-	ids  [2]uint64 // dialer, listener
-	idle time.Duration
+	n       *MemNetwork
+	ids     [2]uint64 // dialer, listener
+	idle    time.Duration
+	backoff bool // model QUIC's retransmission backoff (SetStreamBackoff)
 
-	mu       sync.Mutex
-	closed   [2]bool // closed by side i
-	dead     error   // set when the idle timeout killed the session
-	cutSince time.Time
+	mu         sync.Mutex
+	closed     [2]bool // closed by side i
+	dead       error   // set when the idle timeout killed the session
+	cutSince   time.Time
+	lostSince  time.Time // first write lost to the current partition (backoff only)
+	stallUntil time.Time // no delivery before, after a heal (backoff only)
 }
 
 // status reports whether the two sides can talk now, and kills the
@@ -251,12 +273,31 @@ func (s *memSession) status() (reachable bool, dead error) {
 	case s.dead != nil:
 	case reachable:
 		s.cutSince = time.Time{}
+		now := time.Now()
+		if !s.lostSince.IsZero() {
+			s.stallUntil = now.Add(now.Sub(s.lostSince))
+			s.lostSince = time.Time{}
+		}
+		reachable = !now.Before(s.stallUntil)
 	case s.cutSince.IsZero():
 		s.cutSince = time.Now()
 	case time.Since(s.cutSince) > s.idle:
 		s.dead = fmt.Errorf("in-memory stream: no network activity for %s: %w", s.idle, os.ErrDeadlineExceeded)
 	}
 	return reachable, s.dead
+}
+
+// noteLoss records a write that the network could not carry now: with
+// backoff, its retransmissions back off until the heal (status).
+func (s *memSession) noteLoss() {
+	if !s.backoff || s.n.reachable(s.ids[0], s.ids[1]) {
+		return // not lost, only stalled: it leaves with the next retransmission
+	}
+	s.mu.Lock()
+	if s.lostSince.IsZero() {
+		s.lostSince = time.Now()
+	}
+	s.mu.Unlock()
 }
 
 // memPipe is one direction of a session: an unbounded byte queue.
@@ -364,6 +405,9 @@ func (s *memStream) Write(p []byte) (int, error) {
 		return 0, dead
 	case remote:
 		return 0, fmt.Errorf("in-memory stream: peer closed: %w", net.ErrClosed)
+	}
+	if !reachable {
+		s.sess.noteLoss()
 	}
 	s.out.mu.Lock()
 	s.out.buf = append(s.out.buf, p...)

@@ -26,6 +26,18 @@ func startWorkerEcho(t *testing.T) (*testNode, StreamListener, []*TLSBundle) {
 	return ctrl, l, bundles
 }
 
+// echoNode makes node 1 of n echo streams at "mem-1" and returns node
+// 100's dialer; both close when the test ends.
+func echoNode(t *testing.T, n *MemNetwork) StreamDialer {
+	l, err := n.ListenStreams(1, "mem-1")
+	require.NoError(t, err)
+	t.Cleanup(func() { l.Close() })
+	echoServe(t, l)
+	d := n.StreamDialer(100)
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
 func echoServe(t *testing.T, l StreamListener) {
 	t.Helper()
 	go func() {
@@ -75,12 +87,7 @@ func readWithin(t *testing.T, s Stream, n int, d time.Duration) ([]byte, error) 
 
 func TestMemStream_PartitionHoldsBytesAndHealDeliversThem(t *testing.T) {
 	n := NewMemNetwork(1)
-	l, err := n.ListenStreams(1, "mem-1")
-	require.NoError(t, err)
-	t.Cleanup(func() { l.Close() })
-	echoServe(t, l)
-	d := n.StreamDialer(100)
-	t.Cleanup(func() { d.Close() })
+	d := echoNode(t, n)
 
 	s, err := d.DialStream(context.Background(), "mem-1")
 	require.NoError(t, err)
@@ -196,4 +203,40 @@ func TestQUICStreams_WorkerALPNSharesTheClusterListener(t *testing.T) {
 	_, err = readWithin(t, s3, 1, waitFor)
 	require.Error(t, err)
 	require.NotErrorIs(t, err, os.ErrDeadlineExceeded)
+}
+
+// With backoff, a session that lost bytes to a partition stays stalled
+// after the heal for as long as the loss lasted, as QUIC's doubling
+// retransmission timer leaves it; one that wrote nothing meanwhile is
+// not stalled, and neither is a new one.
+func TestMemStream_BackoffStallsOnlyASessionThatLostBytes(t *testing.T) {
+	n := NewMemNetwork(1)
+	n.SetStreamBackoff(true)
+	d := echoNode(t, n)
+	quiet, err := d.DialStream(context.Background(), "mem-1")
+	require.NoError(t, err)
+	lossy, err := d.DialStream(context.Background(), "mem-1")
+	require.NoError(t, err)
+
+	n.Isolate(100)
+	_, err = lossy.Write([]byte("lost"))
+	require.NoError(t, err)
+	const cut = 300 * time.Millisecond
+	time.Sleep(cut) // the partition's length: the fault itself, not a wait for a condition
+	n.Heal()
+	healed := time.Now()
+
+	ok, _ := quiet.(*memStream).sess.status()
+	require.True(t, ok, "a session that lost nothing is stalled")
+	fresh, err := d.DialStream(context.Background(), "mem-1")
+	require.NoError(t, err)
+	ok, _ = fresh.(*memStream).sess.status()
+	require.True(t, ok, "a new session is stalled")
+	ok, _ = lossy.(*memStream).sess.status()
+	require.False(t, ok, "the session that lost bytes is not stalled after the heal")
+
+	got, err := readWithin(t, lossy, 4, 5*time.Second)
+	require.NoError(t, err)
+	require.Equal(t, "lost", string(got))
+	require.GreaterOrEqual(t, time.Since(healed), cut, "the stall ended before the loss's length")
 }

@@ -97,13 +97,14 @@ func (w *Worker) startProbe(targets []string, now time.Time) {
 	if len(targets) == 0 {
 		return
 	}
-	for _, a := range targets {
-		if c := w.takeStandby(a); c != nil {
-			w.probe = c
-			w.log.Debug("probing for the leader on a standby connection", "current", w.conn.addr, "probe", c.addr)
-			w.sendHeartbeat(c, now, false)
-			return
-		}
+	w.probeTargets = targets
+	if c := w.takeProbeStandby(targets, now); c != nil {
+		w.probe = c
+		w.log.Debug("probing for the leader on a standby connection", "current", w.conn.addr, "probe", c.addr)
+		w.sendHeartbeat(c, now, false)
+		w.probeWait = w.silentAfter()
+		w.noteProbeAsked(now)
+		return
 	}
 	w.startDial(targets, false)
 }
@@ -248,6 +249,8 @@ func (w *Worker) onDial(r dialResult) {
 		w.probe = c
 		w.log.Debug("probing for the leader", "current", w.conn.addr, "probe", c.addr)
 		w.sendHeartbeat(c, now, false)
+		w.probeWait = w.cfg.DialTimeout
+		w.noteProbeAsked(now)
 		return
 	}
 	w.log.Debug("connected to controller", "controller", r.addr)
@@ -360,7 +363,7 @@ func (w *Worker) closeProbe() {
 		_ = w.probe.s.Close()
 		w.probe = nil
 	}
-	w.probeReask, w.probeTries = time.Time{}, 0
+	w.probeReask, w.probeTries, w.probeAsked, w.probeTargets = time.Time{}, 0, time.Time{}, nil
 }
 
 // parkProbe ends the probe but keeps its connection, which works, as a
@@ -370,7 +373,7 @@ func (w *Worker) parkProbe() {
 		w.keepStandby(w.probe)
 		w.probe = nil
 	}
-	w.probeReask, w.probeTries = time.Time{}, 0
+	w.probeReask, w.probeTries, w.probeAsked, w.probeTargets = time.Time{}, 0, time.Time{}, nil
 }
 
 // reaskLater keeps the probe open and asks on it again soon: the
@@ -401,6 +404,7 @@ func (w *Worker) maybeReask(now time.Time) {
 		return
 	}
 	w.sendHeartbeat(w.probe, now, false)
+	w.noteProbeAsked(now)
 }
 
 // promoteProbe makes the probe the session's connection: it reached the
@@ -410,8 +414,9 @@ func (w *Worker) promoteProbe() {
 	w.log.Info("switching to the controller that answered", "from", old.addr, "to", w.probe.addr)
 	_ = old.s.Close()
 	w.setAvoid(old.addr, time.Now())
+	w.redialStandbyLater(time.Now())
 	w.conn, w.probe = w.probe, nil
-	w.probeReask, w.probeTries = time.Time{}, 0
+	w.probeReask, w.probeTries, w.probeAsked, w.probeTargets = time.Time{}, 0, time.Time{}, nil
 }
 
 // onProbeMessage handles what a probe brings back.
@@ -432,6 +437,8 @@ func (w *Worker) onProbeMessage(m transport.ControllerMessage, now time.Time) {
 		}
 	case *transport.Redirect:
 		switch {
+		case m.LeaderAddr == w.conn.addr && m.ControllerEpoch > w.ackedByCtrl && w.leaderSilent(now):
+			w.reconnectToLeader(now)
 		case m.LeaderAddr == "" || m.LeaderAddr == w.conn.addr:
 			if w.leaderSilent(now) {
 				// No new leader known yet: the election is still running,

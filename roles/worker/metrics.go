@@ -13,6 +13,7 @@ type workerAgentMetrics struct {
 	staleCtrl       prometheus.Counter
 	reconnects      prometheus.Counter
 	beckoned        prometheus.Counter
+	probesAbandoned prometheus.Counter
 	standbys        prometheus.Gauge
 	alive           prometheus.Gauge
 	epoch           prometheus.Gauge
@@ -46,6 +47,9 @@ func newWorkerAgentMetrics(reg prometheus.Registerer) *workerAgentMetrics {
 			Name: "corral_worker_connections_total", Help: "Connections this worker opened to controllers."}),
 		beckoned: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "corral_worker_beckons_total", Help: "Times a controller this worker held a standby to said it leads now, and the worker pinged it at once."}),
+		probesAbandoned: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "corral_worker_probes_abandoned_total",
+			Help: "Times a controller asked who leads, while the leader was silent, stayed silent too, and the worker asked elsewhere or on a new connection."}),
 		alive: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "corral_worker_alive", Help: "1 while this worker holds a live session, 0 while fenced."}),
 		epoch: prometheus.NewGauge(prometheus.GaugeOpts{
@@ -55,7 +59,7 @@ func newWorkerAgentMetrics(reg prometheus.Registerer) *workerAgentMetrics {
 	}
 	if reg != nil {
 		reg.MustRegister(wm.rtt, wm.sent, wm.acked, wm.registrations, wm.selfFencings, wm.refusedFencings,
-			wm.staleCtrl, wm.reconnects, wm.beckoned, wm.standbys, wm.alive, wm.epoch, wm.ctrlEpoch)
+			wm.staleCtrl, wm.reconnects, wm.beckoned, wm.probesAbandoned, wm.standbys, wm.alive, wm.epoch, wm.ctrlEpoch)
 	}
 	return wm
 }

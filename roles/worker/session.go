@@ -16,6 +16,7 @@ func (w *Worker) onTick(now time.Time) {
 		w.maybeRegister(now)
 		return
 	}
+	w.maybeAbandonProbe(now)
 	w.maybeProbe(now)
 	w.sendHeartbeat(w.conn, now, false)
 	w.silentT.Reset(w.silentAfter())
@@ -28,6 +29,7 @@ func (w *Worker) onTick(now time.Time) {
 // alone would spend two of the three intervals of the self-fence margin.
 func (w *Worker) onSilenceCheck(now time.Time) {
 	if w.conn != nil && w.alive {
+		w.maybeAbandonProbe(now)
 		w.maybeProbe(now)
 	}
 }
@@ -73,6 +75,7 @@ func (w *Worker) onKick(now time.Time) {
 		w.maybeRegister(now)
 		return
 	}
+	w.maybeAbandonProbe(now)
 	w.maybeReask(now)
 }
 
@@ -262,7 +265,7 @@ func (w *Worker) onAck(m *transport.HeartbeatAck) {
 	}
 	if w.ackedBy != w.conn.addr || w.ackedByCtrl != m.ControllerEpoch {
 		w.ackedBy, w.ackedByCtrl = w.conn.addr, m.ControllerEpoch
-		if w.cfg.OnLeaderAck != nil {
+			if w.cfg.OnLeaderAck != nil {
 			w.cfg.OnLeaderAck(w.conn.addr, m.ControllerEpoch, time.Now())
 		}
 	}

@@ -187,8 +187,16 @@ func (w *Worker) dropStandby(c *wconn) {
 		w.standbysChanged()
 	}
 	_ = c.s.Close()
-	if w.standbyAt.Before(time.Now()) || w.standbyAt.IsZero() {
-		w.standbyAt = time.Now().Add(w.standbyRedialAfter(false))
+	w.redialStandbyLater(time.Now())
+}
+
+// redialStandbyLater schedules the dial of a standby just lost (or of the
+// old leader's connection, closed at a failover) for a random [T/2, 2T]
+// from now, unless one is due later anyway: the workers that lost theirs
+// together do not all dial that controller again at once.
+func (w *Worker) redialStandbyLater(now time.Time) {
+	if w.standbyAt.Before(now) || w.standbyAt.IsZero() {
+		w.standbyAt = now.Add(w.standbyRedialAfter(false))
 	}
 }
 
@@ -215,6 +223,9 @@ func (w *Worker) onStandbyMessage(c *wconn, m transport.ControllerMessage) {
 	}
 	w.takeStandby(c.addr)
 	old := w.conn
+	now := time.Now()
+	oldest, unanswered := w.oldestPending()
+	silent := w.leaderSilent(now)
 	w.log.Info("a standby controller leads now; switching to it", "from", old.addr, "to", c.addr)
 	clear(w.pending)
 	w.conn = c
@@ -224,7 +235,21 @@ func (w *Worker) onStandbyMessage(c *wconn, m transport.ControllerMessage) {
 	// handshake with a healthy controller after every failover that a
 	// beckon or a standby's ack ended before the probe's answer.
 	w.parkProbe()
-	w.keepStandby(old)
+	// The old leader's connection stays as a standby when that leader
+	// answered to the end (a hand-off). One it went silent on is closed:
+	// it may have crossed a partition, and QUIC would send on it again
+	// only when its backed-off retransmission timer fires (probe.go); a
+	// new standby is dialed instead. A heartbeat still unanswered on a
+	// kept one counts as its unanswered keep-alive.
+	if silent {
+		_ = old.s.Close()
+		w.redialStandbyLater(now)
+	} else {
+		if unanswered {
+			old.lastSent = oldest
+		}
+		w.keepStandby(old)
+	}
 	w.pending[ack.Seq] = c.lastSent // the acknowledged ping counts as a heartbeat sent then
 	w.onAck(ack)
 }

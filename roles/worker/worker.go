@@ -80,8 +80,11 @@ type Worker struct {
 	standbyAt      time.Time         // when to dial a missing standby (zero: not yet scheduled)
 	standbyDialing bool
 	probeAfter     time.Time
-	probeReask     time.Time // when to ask again on the probe (zero: not waiting)
-	probeTries     int       // answers on this probe that named no new leader yet
+	probeReask     time.Time     // when to ask again on the probe (zero: not waiting)
+	probeTries     int           // answers on this probe that named no new leader yet
+	probeAsked     time.Time     // when the probe was last asked (zero: no answer awaited)
+	probeWait      time.Duration // how long its answer may take (probe.go)
+	probeTargets   []string      // whom the probe was started to ask (probe.go)
 	connSeq        uint64
 	dialing        bool
 	preferred      string // the leader's address, tried first
