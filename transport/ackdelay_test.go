@@ -9,15 +9,33 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// countingConn counts the datagrams a dialer sends.
+// countingConn counts the datagrams a dialer sends, notes when the
+// controller last sent it a path MTU probe, and can hold each datagram it
+// sends for a while (a host so busy its timers fire late).
 type countingConn struct {
 	net.PacketConn
-	sent atomic.Int64
+	sent      atomic.Int64
+	lastProbe atomic.Int64 // unix nanoseconds
+	late      atomic.Int64 // nanoseconds
 }
 
 func (c *countingConn) WriteTo(p []byte, addr net.Addr) (int, error) {
+	time.Sleep(time.Duration(c.late.Load())) // the lateness is the fault injected, not a wait
 	c.sent.Add(1)
 	return c.PacketConn.WriteTo(p, addr)
+}
+
+// mtuProbeAbove is the largest datagram these tests' controllers send other
+// than path MTU probes: QUIC's initial packet size (handshake packets are
+// padded to it; the echoed requests are tiny).
+const mtuProbeAbove = 1280
+
+func (c *countingConn) ReadFrom(p []byte) (int, net.Addr, error) {
+	n, addr, err := c.PacketConn.ReadFrom(p)
+	if n > mtuProbeAbove {
+		c.lastProbe.Store(time.Now().UnixNano())
+	}
+	return n, addr, err
 }
 
 // sentPerExchange runs request/reply exchanges one interval apart over a

@@ -8,8 +8,40 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// idleDatagrams dials the controller's worker listener, makes one
-// exchange, leaves the connection idle for idle, and returns the datagrams
+// settle exchanges every 20 ms until the controller's path MTU discovery is
+// over (no probe for half a second): the dialer acknowledges a lone packet
+// only after 1.5 request intervals, so a probe sent in a counted idle
+// period would cost one datagram each, up to five, which is not what the
+// tests count. The requests carry the acknowledgements here.
+func settle(t *testing.T, exchange func() error, cc *countingConn) {
+	t.Helper()
+	const quiet = 500 * time.Millisecond
+	start := time.Now()
+	for n := 0; ; n++ {
+		require.NoError(t, exchange())
+		last := time.Unix(0, cc.lastProbe.Load())
+		if n >= 5 && time.Since(last) > quiet && time.Since(start) > quiet {
+			return
+		}
+		require.Less(t, time.Since(start), waitFor, "the controller kept sending path MTU probes")
+		time.Sleep(20 * time.Millisecond) // the requests' pace, not a wait for a condition
+	}
+}
+
+// heartbeatExchange returns a function that writes one request on s and
+// reads its echo.
+func heartbeatExchange(t *testing.T, s Stream) func() error {
+	return func() error {
+		if _, err := s.Write([]byte("heartbeat")); err != nil {
+			return err
+		}
+		_, err := readWithin(t, s, len("heartbeat"), waitFor)
+		return err
+	}
+}
+
+// idleDatagrams dials the controller's worker listener, exchanges until
+// the connection settled (settle), leaves the connection idle for idle, and returns the datagrams
 // the dialer sent meanwhile and whether an exchange works after it. A
 // keep-alive ping from either side shows: the dialer's own, or its
 // acknowledgement of the controller's.
@@ -18,15 +50,8 @@ func idleDatagrams(t *testing.T, ctrlAddr string, bundle *TLSBundle, cfg QUICDia
 	cc := &countingConn{}
 	cfg.TLS = bundle
 	cfg.wrapConn = func(u *net.UDPConn) net.PacketConn { cc.PacketConn = u; return cc }
-	s := dialWorkerStreamWith(t, cfg, ctrlAddr)
-	exchange := func() error {
-		if _, err := s.Write([]byte("heartbeat")); err != nil {
-			return err
-		}
-		_, err := readWithin(t, s, len("heartbeat"), waitFor)
-		return err
-	}
-	require.NoError(t, exchange())
+	exchange := heartbeatExchange(t, dialWorkerStreamWith(t, cfg, ctrlAddr))
+	settle(t, exchange, cc)
 	start := cc.sent.Load()
 	time.Sleep(idle) // the idle period is what is tested, not a wait for a condition
 	sent := cc.sent.Load() - start
@@ -68,4 +93,28 @@ func TestQUICDialer_IdleTimeoutSendsNoKeepAlives(t *testing.T) {
 	require.LessOrEqual(t, q.sent, int64(2), "no keep-alive pings from either side")
 	require.NoError(t, c.err)
 	require.GreaterOrEqual(t, c.sent, int64(3), "control: the default dialer pings every 2 s")
+}
+
+// The dialer acknowledges a lone reply after 1.5 intervals (ackDelays) and
+// tells the controller so; the controller probes once that much time and
+// its own margin have passed without an acknowledgement. That margin was
+// the round trip's variance plus a millisecond, so a dialer whose timer
+// fired a few milliseconds late drew a probe, whose acknowledgement was
+// late in turn: an idle standby connection cost a packet each way every
+// 1.5 s for as long as its host was busy. The patch in third_party/quic-go
+// advertises an eighth more than the dialer waits.
+func TestQUICDialer_LateAckTimerDrawsNoProbes(t *testing.T) {
+	t.Parallel()
+	ctrl, _, bundles := startWorkerEcho(t)
+	cc := &countingConn{}
+	s := dialWorkerStreamWith(t, QUICDialerConfig{TLS: bundles[1], RequestInterval: time.Second, IdleTimeout: MaxIdleTimeout,
+		wrapConn: func(u *net.UDPConn) net.PacketConn { cc.PacketConn = u; return cc }}, ctrl.q.Addr().String())
+	settle(t, heartbeatExchange(t, s), cc)
+	cc.late.Store(int64(50 * time.Millisecond))
+	start := cc.sent.Load()
+	time.Sleep(6 * time.Second) // the idle period is what is tested
+	sent := cc.sent.Load() - start
+	t.Logf("datagrams sent over 6 s by an idle dialer whose packets leave 50 ms late: %d", sent)
+	// One: the acknowledgement of the last reply.
+	require.LessOrEqual(t, sent, int64(1), "a late acknowledgement must not draw a probe")
 }

@@ -323,10 +323,12 @@ const maxAckDelayCap = 10 * time.Second
 // wait 1.5 intervals to acknowledge lets the next request carry it: two
 // packets, and about a third less CPU on both ends (docs/PERFORMANCE.md).
 // The cost is on loss: a lost reply is repaired only when the next reply
-// arrives (its gap makes the dialer acknowledge at once) or after 1.5
-// intervals, so that heartbeat is acknowledged about an interval late —
-// inside the self-fence time, but late enough for the worker to ask the
-// other controllers who leads.
+// arrives (its gap makes the dialer acknowledge at once) or when the
+// controller probes, about 1.7 intervals later (the patched quic-go
+// advertises an eighth more than the dialer waits, so a dialer timer that
+// fires a little late draws no probe), so that heartbeat is acknowledged
+// about an interval late — inside the self-fence time, but late enough for
+// the worker to ask the other controllers who leads.
 //
 // The dialer also assumes the controller may take half an interval to
 // acknowledge: a controller that stalls (a garbage-collection pause with

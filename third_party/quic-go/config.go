@@ -47,10 +47,10 @@ func validateConfig(config *Config) error {
 	if config.MaxConnectionReceiveWindow > quicvarint.Max {
 		config.MaxConnectionReceiveWindow = quicvarint.Max
 	}
-	// corral patch: max_ack_delay plus the timer granularity must stay below
-	// the 2^14 ms that RFC 9000 allows.
-	if config.MaxAckDelay < 0 || config.MaxAckDelay >= protocol.MaxMaxAckDelay-protocol.TimerGranularity {
-		return fmt.Errorf("invalid MaxAckDelay %s: must be between 0 and %s", config.MaxAckDelay, protocol.MaxMaxAckDelay-protocol.TimerGranularity)
+	// corral patch: the advertised max_ack_delay (advertisedMaxAckDelay)
+	// must stay below the 2^14 ms that RFC 9000 allows.
+	if limit := protocol.MaxMaxAckDelay * 8 / 9; config.MaxAckDelay < 0 || config.MaxAckDelay >= limit {
+		return fmt.Errorf("invalid MaxAckDelay %s: must be between 0 and %s", config.MaxAckDelay, limit)
 	}
 	if config.MinPeerAckDelay < 0 {
 		return fmt.Errorf("invalid MinPeerAckDelay %s: must not be negative", config.MinPeerAckDelay)
@@ -76,6 +76,20 @@ func (c *Config) maxAckDelay() time.Duration {
 		return c.MaxAckDelay
 	}
 	return ackhandler.MaxAckDelay
+}
+
+// advertisedMaxAckDelay is the max_ack_delay sent to the peer: the delay
+// plus the timer granularity, as upstream. (corral patch: a configured
+// delay gets an eighth more, at least the granularity. The peer probes
+// once its own margin, as little as a millisecond on a fast path, has
+// passed beyond this value, so an endpoint whose timer fired a few
+// milliseconds late drew a probe, then acknowledged the probe late too:
+// one packet each way per delay on an idle connection.)
+func (c *Config) advertisedMaxAckDelay() time.Duration {
+	if c.MaxAckDelay > 0 {
+		return c.MaxAckDelay + max(protocol.TimerGranularity, c.MaxAckDelay/8)
+	}
+	return c.maxAckDelay() + protocol.TimerGranularity
 }
 
 // populateConfig populates fields in the quic.Config with their default values, if none are set
@@ -133,6 +147,7 @@ func populateConfig(config *Config) *Config {
 		KeepAlivePeriod:                  config.KeepAlivePeriod,
 		MaxAckDelay:                      config.MaxAckDelay,
 		MinPeerAckDelay:                  config.MinPeerAckDelay,
+		AckElicitingThreshold:            config.AckElicitingThreshold,
 		InitialStreamReceiveWindow:       initialStreamReceiveWindow,
 		MaxStreamReceiveWindow:           maxStreamReceiveWindow,
 		InitialConnectionReceiveWindow:   initialConnectionReceiveWindow,

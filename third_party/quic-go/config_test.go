@@ -67,6 +67,18 @@ func TestConfigValidation(t *testing.T) {
 	})
 }
 
+// corral patch: a configured MaxAckDelay is advertised with an eighth more
+// (at least the timer granularity), the default as upstream.
+func TestConfigAdvertisedMaxAckDelay(t *testing.T) {
+	require.Equal(t, 26*time.Millisecond, (&Config{}).advertisedMaxAckDelay())
+	require.Equal(t, 1500*time.Millisecond+1500*time.Millisecond/8, (&Config{MaxAckDelay: 1500 * time.Millisecond}).advertisedMaxAckDelay())
+	require.Equal(t, 5*time.Millisecond, (&Config{MaxAckDelay: 4 * time.Millisecond}).advertisedMaxAckDelay())
+	largest := protocol.MaxMaxAckDelay*8/9 - time.Microsecond
+	require.NoError(t, validateConfig(&Config{MaxAckDelay: largest}))
+	require.Less(t, (&Config{MaxAckDelay: largest}).advertisedMaxAckDelay(), protocol.MaxMaxAckDelay)
+	require.Error(t, validateConfig(&Config{MaxAckDelay: largest + time.Microsecond}))
+}
+
 func TestConfigHandshakeIdleTimeout(t *testing.T) {
 	c := &Config{HandshakeIdleTimeout: time.Second * 11 / 2}
 	require.Equal(t, 11*time.Second, c.handshakeTimeout())
@@ -122,6 +134,8 @@ func configWithNonZeroNonFunctionFields(t *testing.T) *Config {
 			f.Set(reflect.ValueOf(100 * time.Millisecond))
 		case "MinPeerAckDelay": // corral patch
 			f.Set(reflect.ValueOf(200 * time.Millisecond))
+		case "AckElicitingThreshold": // corral patch
+			f.Set(reflect.ValueOf(10))
 		case "EnableDatagrams":
 			f.Set(reflect.ValueOf(true))
 		case "DisableVersionNegotiationPackets":

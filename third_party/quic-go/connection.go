@@ -341,7 +341,7 @@ var newConnection = func(
 		MaxIdleTimeout:                  s.config.MaxIdleTimeout,
 		MaxBidiStreamNum:                protocol.StreamNum(s.config.MaxIncomingStreams),
 		MaxUniStreamNum:                 protocol.StreamNum(s.config.MaxIncomingUniStreams),
-		MaxAckDelay:                     s.config.maxAckDelay() + protocol.TimerGranularity,
+		MaxAckDelay:                     s.config.advertisedMaxAckDelay(), // corral patch
 		AckDelayExponent:                protocol.AckDelayExponent,
 		MaxUDPPayloadSize:               protocol.MaxPacketBufferSize,
 		StatelessResetToken:             &statelessResetToken,
@@ -479,7 +479,7 @@ var newClientConnection = func(
 		MaxIdleTimeout:                 s.config.MaxIdleTimeout,
 		MaxBidiStreamNum:               protocol.StreamNum(s.config.MaxIncomingStreams),
 		MaxUniStreamNum:                protocol.StreamNum(s.config.MaxIncomingUniStreams),
-		MaxAckDelay:                    s.config.maxAckDelay() + protocol.TimerGranularity,
+		MaxAckDelay:                    s.config.advertisedMaxAckDelay(), // corral patch
 		MaxUDPPayloadSize:              protocol.MaxPacketBufferSize,
 		AckDelayExponent:               protocol.AckDelayExponent,
 		// For interoperability with quic-go versions before May 2023, this value must be set to a value
@@ -567,6 +567,7 @@ func (c *Conn) preSetup(r *pathReceiver) {
 	c.creationTime = now
 
 	c.receivedPacketHandler = *ackhandler.NewReceivedPacketHandler(c.logger, c.config.maxAckDelay())
+	c.receivedPacketHandler.SetAckElicitingThreshold(c.config.AckElicitingThreshold) // corral patch
 
 	c.datagramQueue = newDatagramQueue(c.scheduleSending, c.logger, c.qlogger)
 	c.connState.Version = c.version

@@ -173,8 +173,9 @@ type Config struct {
 	// every half of MaxIdleTimeout, whichever is smaller).
 	KeepAlivePeriod time.Duration
 	// MaxAckDelay is how long this endpoint may wait before acknowledging a
-	// lone ack-eliciting packet; it is advertised to the peer as max_ack_delay.
-	// If zero, the default of 25ms is used. It must be less than 2^14 ms.
+	// lone ack-eliciting packet; it is advertised to the peer as max_ack_delay,
+	// with an eighth more as slack for a late timer. If zero, the default of
+	// 25ms is used. It must be less than 8/9 of 2^14 ms.
 	// (corral patch: a request/response protocol whose next request is
 	// sent within this delay gets its acknowledgements carried on that
 	// request instead of sent as packets of their own.)
@@ -185,6 +186,13 @@ type Config struct {
 	// RFC 9002 behaviour. (corral patch: a larger value keeps a stalled
 	// peer from being sent probe packets it has no time to handle.)
 	MinPeerAckDelay time.Duration
+	// AckElicitingThreshold is how many ack-eliciting packets this endpoint
+	// receives before it acknowledges them at once; below 2 (the default)
+	// keeps RFC 9000's recommendation of 2. A missing packet, an ECN-CE mark
+	// and max_ack_delay still trigger an acknowledgement as before. (corral
+	// patch: on a connection whose data flows one way, every second packet
+	// otherwise draws an acknowledgement-only packet back.)
+	AckElicitingThreshold int
 	// InitialPacketSize is the initial size (and the lower limit) for packets sent.
 	// Under most circumstances, it is not necessary to manually set this value,
 	// since path MTU discovery quickly finds the path's MTU.

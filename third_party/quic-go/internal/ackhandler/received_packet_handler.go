@@ -27,6 +27,16 @@ func NewReceivedPacketHandler(logger utils.Logger, maxAckDelay time.Duration) *R
 	}
 }
 
+// SetAckElicitingThreshold (corral patch) makes the connection acknowledge
+// at once only after n ack-eliciting packets (upstream: 2); a missing
+// packet, an ECN-CE mark and max_ack_delay still trigger an ACK as before.
+// n < 2 keeps upstream's value.
+func (h *ReceivedPacketHandler) SetAckElicitingThreshold(n int) {
+	if n >= packetsBeforeAck {
+		h.appDataPackets.packetsBeforeAck = n
+	}
+}
+
 func (h *ReceivedPacketHandler) ReceivedPacket(
 	pn protocol.PacketNumber,
 	ecn protocol.ECN,

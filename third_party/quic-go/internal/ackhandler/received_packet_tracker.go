@@ -96,6 +96,7 @@ type appDataReceivedPacketTracker struct {
 	ackElicitingPacketsReceivedSinceLastAck int
 	ackAlarm                                monotime.Time
 	maxAckDelay                             time.Duration // corral patch: per connection, was the constant MaxAckDelay
+	packetsBeforeAck                        int           // corral patch: per connection, was the constant packetsBeforeAck
 
 	logger utils.Logger
 }
@@ -105,6 +106,7 @@ func newAppDataReceivedPacketTracker(logger utils.Logger, maxAckDelay time.Durat
 		receivedPacketTracker: *newReceivedPacketTracker(),
 		logger:                logger,
 		maxAckDelay:           maxAckDelay,
+		packetsBeforeAck:      packetsBeforeAck,
 	}
 	return h
 }
@@ -187,9 +189,9 @@ func (h *appDataReceivedPacketTracker) shouldQueueACK(pn protocol.PacketNumber, 
 	}
 
 	// send an ACK every 2 ack-eliciting packets
-	if h.ackElicitingPacketsReceivedSinceLastAck >= packetsBeforeAck {
+	if h.ackElicitingPacketsReceivedSinceLastAck >= h.packetsBeforeAck {
 		if h.logger.Debug() {
-			h.logger.Debugf("\tQueueing ACK because packet %d packets were received after the last ACK (using initial threshold: %d).", h.ackElicitingPacketsReceivedSinceLastAck, packetsBeforeAck)
+			h.logger.Debugf("\tQueueing ACK because packet %d packets were received after the last ACK (using initial threshold: %d).", h.ackElicitingPacketsReceivedSinceLastAck, h.packetsBeforeAck)
 		}
 		return true
 	}

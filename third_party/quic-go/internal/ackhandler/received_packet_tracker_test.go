@@ -84,6 +84,33 @@ func TestAppDataReceivedPacketTrackerAckEverySecondPacket(t *testing.T) {
 	}
 }
 
+// corral patch: with a threshold of 5 an ACK is queued every fifth packet,
+// and at once for a packet that fills a gap reported before.
+func TestAppDataReceivedPacketTrackerAckThreshold(t *testing.T) {
+	h := NewReceivedPacketHandler(utils.DefaultLogger, MaxAckDelay)
+	h.SetAckElicitingThreshold(5)
+	tr := &h.appDataPackets
+	for p := protocol.PacketNumber(1); p <= 20; p++ {
+		require.NoError(t, tr.ReceivedPacket(p, protocol.ECNNon, monotime.Now(), true))
+		if p%5 == 0 {
+			require.NotNil(t, tr.GetAckFrame(monotime.Now(), true), "packet %d", p)
+		} else {
+			require.Nil(t, tr.GetAckFrame(monotime.Now(), true), "packet %d", p)
+		}
+	}
+	// 21 lost: 22-25 leave a gap, reported in the ACK the fifth one queues.
+	for p := protocol.PacketNumber(22); p <= 26; p++ {
+		require.NoError(t, tr.ReceivedPacket(p, protocol.ECNNon, monotime.Now(), true))
+	}
+	require.NotNil(t, tr.GetAckFrame(monotime.Now(), false))
+	require.NoError(t, tr.ReceivedPacket(21, protocol.ECNNon, monotime.Now(), true))
+	require.NotNil(t, tr.GetAckFrame(monotime.Now(), true), "a packet reported missing is acknowledged at once")
+
+	h.SetAckElicitingThreshold(1) // below upstream's: ignored
+	require.Equal(t, 5, tr.packetsBeforeAck)
+	require.Equal(t, packetsBeforeAck, newAppDataReceivedPacketTracker(utils.DefaultLogger, MaxAckDelay).packetsBeforeAck)
+}
+
 func TestAppDataReceivedPacketTrackerAlarmTimeout(t *testing.T) {
 	tr := newAppDataReceivedPacketTracker(utils.DefaultLogger, MaxAckDelay)
 
