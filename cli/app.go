@@ -113,9 +113,9 @@ func newLogger(c *cli.Context, w io.Writer) (*slog.Logger, error) {
 	opts := &slog.HandlerOptions{Level: level}
 	switch f := c.String("log-format"); f {
 	case "text":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
+		return slog.New(uniqueKeys{inner: slog.NewTextHandler(w, opts)}), nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
+		return slog.New(uniqueKeys{inner: slog.NewJSONHandler(w, opts)}), nil
 	default:
 		return nil, fmt.Errorf("bad --log-format %q: use text or json", f)
 	}
