@@ -87,7 +87,7 @@ if [ "${1:-}" = goals ]; then
 	COMPARE_DIR="$g/restart-100k" scripts/compare.sh restart --keys 100000 --trials 2
 	COMPARE_DIR="$g/restart-1m" scripts/compare.sh restart --keys 1000000 --trials 2 --snapshot-windows 30
 	echo
-	echo "# issue 21's goals in this run, $(date -u +%FT%TZ), corral $(git rev-parse --short HEAD):"
+	echo "# issue 21's goals in this run, $(date -u +%FT%TZ), corral built from $(sort -u "$g"/*/corral.rev | paste -sd, -):"
 	bin/compare goals -throughput "$g/throughput.log" -restart "$g/restart-100k/restart.json" -restart "$g/restart-1m/restart.json"
 	exit 0
 fi
@@ -150,6 +150,10 @@ command -v java >/dev/null || { echo "java not found: apt-get install zookeeper 
 
 make -s build
 (cd scripts/compare && go build -o ../../bin/compare .)
+# The commit the binary was built from, marked when the tree differed
+# outside docs/: a goals run rebuilds for each part, so each records its own.
+rev=$(git rev-parse --short HEAD)
+git diff --quiet HEAD -- . ':!docs' || rev="$rev-modified"
 
 pids=()
 stop() {
@@ -175,6 +179,7 @@ stop() {
 trap stop EXIT
 rm -rf "$base"
 mkdir -p "$base"
+echo "$rev" > "$base/corral.rev"
 
 if [ "$mode" = zk ]; then
 	CORRAL_ZK_BASE=2280 scripts/cluster.sh start "$base/corral" >/dev/null
@@ -241,13 +246,13 @@ done
 [ "$ok" -eq 4 ] || { echo "etcd or ZooKeeper did not start; see $base/*.log" >&2; exit 1; }
 
 if [ "$mode" = zk ]; then
-	echo "# $(date -u +%FT%TZ) $(nproc) cores; ZooKeeper $(dpkg-query -W -f '${Version}' zookeeper) (forceSync on), corral $(git rev-parse --short HEAD) (--zk-addr, fsync on)"
+	echo "# $(date -u +%FT%TZ) $(nproc) cores; ZooKeeper $(dpkg-query -W -f '${Version}' zookeeper) (forceSync on), corral $rev (--zk-addr, fsync on)"
 	bin/compare zk -corral 127.0.0.1:2281,127.0.0.1:2282,127.0.0.1:2283 -zk "$ezk" \
 		-rounds "$rounds" -duration "$duration" -clients "$counts" -sessions "$sessions" -json "$base/zk.json"
 	echo "# every run as JSON: $base/zk.json"
 	exit 0
 fi
-echo "# $(date -u +%FT%TZ) $(nproc) cores; etcd $(etcd --version | head -1 | awk '{print $3}'), ZooKeeper $(dpkg-query -W -f '${Version}' zookeeper), corral $(git rev-parse --short HEAD)"
+echo "# $(date -u +%FT%TZ) $(nproc) cores; etcd $(etcd --version | head -1 | awk '{print $3}'), ZooKeeper $(dpkg-query -W -f '${Version}' zookeeper), corral $rev"
 if [ "$mode" = failover ]; then
 	# The nodes it kills are this shell's children: without disown, bash
 	# reports each one "Killed" in the middle of the output.

@@ -24,7 +24,12 @@
 //
 //	compare goals -throughput FILE -restart FILE.json
 //
-// checks issue 21's goals against those outputs (goals.go).
+// checks issue 21's goals against those outputs (goals.go), and
+//
+//	compare syncmodes -dir DIR -writers 1,3
+//
+// times fdatasync on this disk by how a log file's blocks were prepared
+// (syncmodes.go).
 // Each client writes keys bench/k<i> in turn (etcd: puts; corral: PUT
 // /v1/kv; ZooKeeper: setData of znodes /bench/k<i> created first), so all
 // three do a replicated, fsynced overwrite of a 256-byte value per op.
@@ -58,6 +63,13 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "zk" {
 		if err := runZKPerf(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "compare zk:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "syncmodes" {
+		if err := runSyncModes(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "compare syncmodes:", err)
 			os.Exit(1)
 		}
 		return
