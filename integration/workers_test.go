@@ -126,7 +126,7 @@ func TestWorkers_LeaderKilledWorkersMoveWithoutFencing(t *testing.T) {
 		require.NotNil(t, got.LastHeartbeatAgeMS)
 		require.True(t, w.ready())
 		require.Empty(t, logEntries(t, w.logPath, "worker fenced: stopping work"), "worker %s fenced itself", ids[i])
-		require.Greater(t, workerMetric(t, w, "corral_worker_controller_epoch"), float64(oldTerm))
+		require.Greater(t, workerMetric(t, w, "corral_worker_session_controller_epoch"), float64(oldTerm), "worker %s holds its session at the new leader", ids[i])
 	}
 }
 

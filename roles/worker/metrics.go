@@ -18,6 +18,7 @@ type workerAgentMetrics struct {
 	alive           prometheus.Gauge
 	epoch           prometheus.Gauge
 	ctrlEpoch       prometheus.Gauge
+	ackedCtrl       prometheus.Gauge
 }
 
 func newWorkerAgentMetrics(reg prometheus.Registerer) *workerAgentMetrics {
@@ -56,10 +57,13 @@ func newWorkerAgentMetrics(reg prometheus.Registerer) *workerAgentMetrics {
 			Name: "corral_worker_epoch", Help: "This worker's current (or last) epoch."}),
 		ctrlEpoch: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "corral_worker_controller_epoch", Help: "Highest controller epoch this worker has seen."}),
+		ackedCtrl: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "corral_worker_session_controller_epoch",
+			Help: "Controller epoch of the leader that acknowledged this worker's latest heartbeat or registration: where its session is held."}),
 	}
 	if reg != nil {
 		reg.MustRegister(wm.rtt, wm.sent, wm.acked, wm.registrations, wm.selfFencings, wm.refusedFencings,
-			wm.staleCtrl, wm.reconnects, wm.beckoned, wm.probesAbandoned, wm.standbys, wm.alive, wm.epoch, wm.ctrlEpoch)
+			wm.staleCtrl, wm.reconnects, wm.beckoned, wm.probesAbandoned, wm.standbys, wm.alive, wm.epoch, wm.ctrlEpoch, wm.ackedCtrl)
 	}
 	return wm
 }

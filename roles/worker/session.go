@@ -213,6 +213,7 @@ func (w *Worker) becomeAlive(m *transport.Registered) {
 	w.armFence()
 	w.preferred = w.conn.addr
 	w.ackedBy, w.ackedByCtrl = w.conn.addr, m.ControllerEpoch
+	w.met.ackedCtrl.Set(float64(m.ControllerEpoch))
 	w.pubLeader.Store(&w.conn.addr)
 	w.pubEpoch.Store(m.Epoch)
 	w.met.epoch.Set(float64(m.Epoch))
@@ -265,7 +266,8 @@ func (w *Worker) onAck(m *transport.HeartbeatAck) {
 	}
 	if w.ackedBy != w.conn.addr || w.ackedByCtrl != m.ControllerEpoch {
 		w.ackedBy, w.ackedByCtrl = w.conn.addr, m.ControllerEpoch
-			if w.cfg.OnLeaderAck != nil {
+		w.met.ackedCtrl.Set(float64(m.ControllerEpoch))
+		if w.cfg.OnLeaderAck != nil {
 			w.cfg.OnLeaderAck(w.conn.addr, m.ControllerEpoch, time.Now())
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/corral-dev/corral/metadata"
 	"github.com/corral-dev/corral/transport"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 )
 
@@ -124,6 +125,7 @@ func TestWorker_OnLeaderAckFiresOncePerNewLeader(t *testing.T) {
 	defer w.silentT.Stop()
 	w.regSeq, w.regSentAt = 1, time.Now()
 	w.becomeAlive(&transport.Registered{Seq: 1, Epoch: 3, ControllerEpoch: 5})
+	require.Equal(t, 5.0, testutil.ToFloat64(w.met.ackedCtrl), "the session is held where it registered")
 	ack := func(addr string, ctrl uint64) {
 		w.conn.addr = addr
 		w.seq++
@@ -136,8 +138,10 @@ func TestWorker_OnLeaderAckFiresOncePerNewLeader(t *testing.T) {
 	ack("b", 6)
 	ack("b", 6)
 	require.Equal(t, []call{{"b", 6}}, calls, "once at the new leader")
+	require.Equal(t, 6.0, testutil.ToFloat64(w.met.ackedCtrl), "the session is held at the new leader")
 	ack("a", 7)
 	require.Equal(t, []call{{"b", 6}, {"a", 7}}, calls, "the same address at a higher controller epoch is a new leader")
+	require.Equal(t, 7.0, testutil.ToFloat64(w.met.ackedCtrl))
 }
 
 // After its leader's connection failed (a restarted controller resets it),
