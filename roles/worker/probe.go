@@ -15,9 +15,10 @@ import (
 // can spend the whole self-fence margin: a worker keeps, as a standby, its
 // connection to a leader partitioned in one round (when the new leader's
 // beckon moved the session before the old one looked silent), and asks on
-// it when that controller leads in the next round. That is the likely
-// path of the one self-fencing the fifteen-failover test met in CI (the
-// worker's log was cut off), and with QUIC's backoff modelled in memory
+// it when that controller leads in the next round. That fits a
+// self-fencing the fifteen-failover test met in CI (the worker's log was
+// cut off; a later one was the test's cadence, since mended), and with
+// QUIC's backoff modelled in memory
 // (transport.MemNetwork.SetStreamBackoff) the production-ratios failover
 // test fences a worker that way without these rules. A new handshake
 // costs milliseconds.
