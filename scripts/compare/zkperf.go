@@ -35,6 +35,7 @@ type zkPerfConfig struct {
 	rounds     int
 	duration   time.Duration
 	clients    []int
+	ops        []string // create, setData, getData: which to run
 	keys       int
 	valueSize  int
 	sessions   int
@@ -125,6 +126,7 @@ func runZKPerf(args []string) error {
 	corralEP := flags.String("corral", "", "corral's --zk-addr endpoints, host:port,...")
 	zkEP := flags.String("zk", "", "ZooKeeper's client endpoints, host:port,...")
 	clients := flags.String("clients", "1 16 128", "client counts")
+	ops := flags.String("ops", "create setData getData", "which ops to run, in this order")
 	flags.IntVar(&cfg.rounds, "rounds", 3, "rounds (systems in turn in each)")
 	flags.DurationVar(&cfg.duration, "duration", 10*time.Second, "length of each op run")
 	flags.IntVar(&cfg.keys, "keys", 1000, "znodes for setData and getData")
@@ -147,6 +149,12 @@ func runZKPerf(args []string) error {
 			return fmt.Errorf("-clients: want counts of 1-1024, got %q", c)
 		}
 		cfg.clients = append(cfg.clients, n)
+	}
+	for _, op := range splitList(*ops) {
+		if op != "create" && op != "setData" && op != "getData" {
+			return fmt.Errorf("-ops: want create, setData or getData, got %q", op)
+		}
+		cfg.ops = append(cfg.ops, op)
 	}
 	if *corralEP != "" {
 		cfg.systems = append(cfg.systems, zkSystem{"corral", splitList(*corralEP)})
@@ -187,7 +195,7 @@ func runZKPerf(args []string) error {
 		}
 		for r := 1; r <= cfg.rounds; r++ {
 			for _, c := range cfg.clients {
-				for _, op := range []string{"create", "setData", "getData"} {
+				for _, op := range cfg.ops {
 					for _, s := range cfg.systems {
 						run, err := runOp(s, op, c, r, cfg)
 						if err != nil {
@@ -336,7 +344,7 @@ func printOpTable(w io.Writer, cfg zkPerfConfig, runs []*opRun) {
 		fmt.Fprint(w, "---:|---:|---:|")
 	}
 	fmt.Fprintln(w, "---:|")
-	for _, op := range []string{"create", "setData", "getData"} {
+	for _, op := range cfg.ops {
 		for _, c := range cfg.clients {
 			fmt.Fprintf(w, "| %s | %d |", op, c)
 			errs := []string{}
