@@ -30,6 +30,7 @@ type fakeBackend struct {
 	leader     atomic.Bool
 	proposeErr atomic.Pointer[error]
 	keepAlives atomic.Int64
+	barriers   atomic.Int64 // LinearizableRead calls
 }
 
 func newFakeBackend() *fakeBackend {
@@ -77,6 +78,7 @@ func (b *fakeBackend) WaitApplied(ctx context.Context, idx uint64) error {
 }
 
 func (b *fakeBackend) LinearizableRead(context.Context) error {
+	b.barriers.Add(1)
 	if p := b.proposeErr.Load(); p != nil {
 		return *p
 	}

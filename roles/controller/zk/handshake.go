@@ -120,19 +120,32 @@ func (c *conn) newSession(req *jute.ConnectRequest, resp *jute.ConnectResponse) 
 // resumeSession resumes a session opened here or on another controller.
 // A missing session or a wrong password gets ZooKeeper's answer for an
 // expired session: timeout 0, session id 0.
+//
+// It first waits for a linearizable barrier (a raft ReadIndex). A client
+// that lost its connection with a write in flight does not know whether
+// it was applied, and recovers by reading: kazoo's and Curator's locks
+// look for their own sequential node after a ConnectionLoss on create. A
+// read here that lagged a write the leader commits a moment later would
+// miss it; the client would create a second node, and the first would
+// stay behind for the session's life, a lock nobody can take. After a
+// leader dies that lag spans an election; a kazoo lock stuck after a
+// leader kill in CI on 2026-12-06 fits that (docs/ZOOKEEPER.md,
+// "Guarantees"). ZooKeeper serves no
+// client until its server has synced with an established leader. A new
+// leader here answers a ReadIndex only once it has committed an entry of
+// its own term, so after the barrier every write from an earlier term is
+// applied here or can never be; the session's own later writes go through
+// this controller in order.
 func (c *conn) resumeSession(req *jute.ConnectRequest, resp *jute.ConnectResponse) error {
-	st := c.srv.b.State()
-	l, ok := st.Lease(req.SessionID)
-	if !ok {
-		// This controller may lag the one that granted it.
-		ctx, cancel := c.srv.timeoutCtx(catchUpWait)
-		err := c.srv.b.LinearizableRead(ctx)
-		cancel()
-		if err != nil {
-			return fmt.Errorf("resume session %s: %w", hexID(req.SessionID), err)
-		}
-		l, ok = c.srv.b.State().Lease(req.SessionID)
+	ctx, cancel := c.srv.timeoutCtx(catchUpWait)
+	err := c.srv.b.LinearizableRead(ctx)
+	cancel()
+	if err != nil {
+		// The client tries another server, its session intact.
+		c.srv.met.refused.WithLabelValues("resume_not_caught_up").Inc()
+		return fmt.Errorf("resume session %s: not caught up with a leader: %w", hexID(req.SessionID), err)
 	}
+	l, ok := c.srv.b.State().Lease(req.SessionID)
 	want, _ := hex.DecodeString(l.SecretHash)
 	got := sha256.Sum256(req.Passwd)
 	if !ok || len(want) != len(got) || subtle.ConstantTimeCompare(want, got[:]) != 1 {

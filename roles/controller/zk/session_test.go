@@ -3,6 +3,7 @@ package zk
 import (
 	"context"
 	"errors"
+	"net"
 	"strconv"
 	"sync"
 	"testing"
@@ -148,6 +149,39 @@ func TestResumeRefused(t *testing.T) {
 	r7 := dialRaw(t, s.Addr().String())
 	resp = r7.handshake(jute.ConnectRequest{TimeOut: 1 << 30})
 	require.Equal(t, int32(40000), resp.TimeOut)
+}
+
+// TestResumeWaitsForBarrier: a session resumes only after a linearizable
+// barrier, so that a read right after it sees a write the client left in
+// flight on its lost connection, if that write will ever be applied (a
+// lock recipe looks for its own node that way). Without a leader to
+// answer the barrier the server refuses the reconnect, and the session
+// stays for the client to resume elsewhere.
+func TestResumeWaitsForBarrier(t *testing.T) {
+	b := newFakeBackend()
+	s := startServer(t, b, Config{})
+	r := openRaw(t, s.Addr().String())
+	sid, pw := r.sid, r.pw
+
+	b.failWith(errNoLeader)
+	before := b.barriers.Load()
+	r2 := dialRaw(t, s.Addr().String())
+	r2.write(jute.AppendFrame(nil, &jute.ConnectRequest{SessionID: sid, Passwd: pw, TimeOut: 4000}))
+	r2.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, err := r2.fr.ReadFrame()
+	var ne net.Error
+	require.Error(t, err, "no barrier, no ConnectResponse")
+	require.False(t, errors.As(err, &ne) && ne.Timeout(), "the server closes the connection: %v", err)
+	require.Greater(t, b.barriers.Load(), before)
+	_, ok := b.st.Lease(sid)
+	require.True(t, ok, "a refused reconnect leaves the session alone")
+
+	b.failWith(nil)
+	before = b.barriers.Load()
+	r3 := dialRaw(t, s.Addr().String())
+	resp := r3.handshake(jute.ConnectRequest{SessionID: sid, Passwd: pw, TimeOut: 4000})
+	require.Equal(t, sid, resp.SessionID)
+	require.Equal(t, before+1, b.barriers.Load(), "one barrier before the session resumed")
 }
 
 // TestUnknownOutcomeClosesConnection: a write whose outcome is unknown
