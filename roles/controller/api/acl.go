@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strings"
 	"time"
 
@@ -288,6 +289,33 @@ func (s *Server) identify(r *http.Request) (*metadata.ACLIdentity, error) {
 			"API token %s (%s) expired at %s; ask an operator for a new one", id.AccessorID, id.Name, rfc3339MS(id.ExpiresAtMS))
 	}
 	return id, nil
+}
+
+// reauthorize judges r again once a linearizable read has made this
+// controller's state current. auth decided on the state as applied when
+// the request came in, which on a follower can lag, by the replication
+// delay, an ACL change the leader already acknowledged: 'corral acl
+// bootstrap', a deleted token, a narrowed policy (CI caught a follower
+// still serving an anonymous read right after bootstrap on 2026-12-06).
+// etcd checks a linearizable Range's permission after its ReadIndex for
+// the same reason. A caller whose grants changed meanwhile but who is
+// still allowed gets a retryable 503: the handler would go on with the
+// grants it was given (allow).
+func (s *Server) reauthorize(r *http.Request) error {
+	id, err := s.identify(r)
+	if err != nil {
+		return err
+	}
+	if p, ok := routePerms[r.Pattern]; ok {
+		if err := p.check(id, r); err != nil {
+			return err
+		}
+	}
+	if old := identity(r); old != id && !reflect.DeepEqual(*old, *id) {
+		return httpError(http.StatusServiceUnavailable, "acl_changed",
+			"access control changed while this request waited for a linearizable read; retry it")
+	}
+	return nil
 }
 
 // permissionJSON names a missing permission in a 403's body.

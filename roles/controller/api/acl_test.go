@@ -325,6 +325,38 @@ func TestACL_WaitsForCatchUpAfterStart(t *testing.T) {
 		"once caught up, serializable reads work without a leader")
 }
 
+// A follower judges a request on its applied state, which can lag an ACL
+// change the leader already acknowledged. A linearizable read waits for
+// that state anyway, and the caller is judged again on it: a bootstrap or
+// a token deletion the read catches up with is in force for that read
+// (CI, 2026-12-06: a follower served an anonymous read just after
+// bootstrap).
+func TestACL_LinearizableReadJudgedAgainAfterCatchingUp(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.store.catchUpOnRead(func() {
+		rec := f.do("POST", "/v1/acl/bootstrap", "", "X-Corral-Client", "test")
+		require.Equal(t, http.StatusCreated, rec.Code, rec.Body.String())
+	})
+	requireAnswer(t, f.do("GET", "/v1/kv/x", ""), http.StatusUnauthorized, "unauthorized")
+
+	g, root := aclFixture(t)
+	tok := g.token(t, root, "reader", `[{"resource": "kv", "access": "read"}]`)
+	require.Equal(t, http.StatusNotFound, g.as(tok, "GET", "/v1/kv/x", "").Code)
+	g.store.catchUpOnRead(func() { g.deleteToken(t, root, "reader") })
+	requireAnswer(t, g.as(tok, "GET", "/v1/kv/x", ""), http.StatusUnauthorized, "unauthorized")
+
+	// A caller still allowed, whose grants changed while it waited, is
+	// asked to retry rather than served on the old grants.
+	tok = g.token(t, root, "narrowed", `[{"resource": "kv", "access": "read"}]`)
+	g.store.catchUpOnRead(func() {
+		rec := g.as(root, "PUT", "/v1/acl/policies/narrowed", `{"rules": [{"resource": "kv", "access": "read", "prefix": "x"}]}`)
+		require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	})
+	requireAnswer(t, g.as(tok, "GET", "/v1/kv/x", ""), http.StatusServiceUnavailable, "acl_changed")
+	require.Equal(t, http.StatusNotFound, g.as(tok, "GET", "/v1/kv/x", "").Code, "the retry is served")
+}
+
 func TestLeaseList_PagedByID(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)

@@ -98,6 +98,9 @@ type fakeStore struct {
 	// err, when set, fails every proposal and linearizable read before
 	// anything is applied (a controller that cannot reach its quorum).
 	err error
+	// onRead, when set, runs once at the next linearizable read, outside
+	// mu: what a lagging follower applies while its read waits.
+	onRead func()
 }
 
 func newFakeStore() *fakeStore { return &fakeStore{state: metadata.New()} }
@@ -127,8 +130,20 @@ func (s *fakeStore) ProposePayload(ctx context.Context, op metadata.Op, v any) (
 
 func (s *fakeStore) LinearizableRead(context.Context) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.err
+	err, hook := s.err, s.onRead
+	s.onRead = nil
+	s.mu.Unlock()
+	if err == nil && hook != nil {
+		hook()
+	}
+	return err
+}
+
+// catchUpOnRead makes the next linearizable read apply what fn does first.
+func (s *fakeStore) catchUpOnRead(fn func()) {
+	s.mu.Lock()
+	s.onRead = fn
+	s.mu.Unlock()
 }
 
 // fakeWorkers answers with a fixed worker list and log.

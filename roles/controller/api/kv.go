@@ -274,11 +274,15 @@ func checkEncoding(enc string) error {
 }
 
 // readable makes the request's read linearizable unless it asks for
-// ?consistency=serializable.
+// ?consistency=serializable, and then judges the caller again on the
+// state that read made current (reauthorize).
 func (s *Server) readable(r *http.Request) error {
 	switch cons := r.URL.Query().Get("consistency"); cons {
 	case "", "linearizable":
-		return s.store.LinearizableRead(r.Context())
+		if err := s.store.LinearizableRead(r.Context()); err != nil {
+			return err
+		}
+		return s.reauthorize(r)
 	case "serializable":
 		return nil
 	default:
