@@ -61,8 +61,18 @@ func (m *routeMux) Handle(pattern string, h http.Handler) {
 			r = r.WithContext(withIdentity(r.Context(), id))
 		}
 		if err := p.check(id, r); err != nil {
-			writeError(w, err)
-			return
+			// Perhaps a grant this controller has not applied yet.
+			if !m.s.catchUpBeforeRefusing(r) {
+				writeError(w, err)
+				return
+			}
+			nid, ierr := m.s.identify(r)
+			if ierr != nil || p.check(nid, r) != nil {
+				writeError(w, err)
+				return
+			}
+			id = nid
+			r = r.WithContext(withIdentity(r.Context(), id))
 		}
 		h.ServeHTTP(w, r)
 	}))
@@ -256,6 +266,18 @@ func (s *Server) aclCurrent(r *http.Request) error {
 	return nil
 }
 
+// catchUpBeforeRefusing waits for a linearizable read before a refusal
+// is answered: a token or a grant made a moment ago may not be applied on
+// this controller yet (a follower lags the leader by the replication
+// delay), and a client that just made one and uses it at once must not
+// be refused for that. It reports whether the state is now current; when
+// not, the refusal stands. Only refusals pay for it.
+func (s *Server) catchUpBeforeRefusing(r *http.Request) bool {
+	ctx, cancel := context.WithTimeout(r.Context(), aclCatchUpTimeout)
+	defer cancel()
+	return s.store.LinearizableRead(ctx) == nil
+}
+
 // identify resolves r's bearer token, or returns the 401 to answer.
 // Status routes (permAuthenticated: GET /v1/cluster, /v1/events, token
 // self) are judged on the local state even before it is known current
@@ -280,6 +302,9 @@ func (s *Server) identify(r *http.Request) (*metadata.ACLIdentity, error) {
 			"missing API token: send Authorization: Bearer <token> (the CLI's --token or CORRAL_TOKEN)")
 	}
 	id := ix.Lookup(got)
+	if id == nil && s.catchUpBeforeRefusing(r) {
+		id = s.store.State().ACL().Lookup(got) // a token made a moment ago
+	}
 	if id == nil {
 		return nil, httpError(http.StatusUnauthorized, "unauthorized",
 			"unknown API token: it was deleted, or it is not a token of this cluster; ask an operator for one ('corral acl token create')")

@@ -1,6 +1,9 @@
 package api
 
 import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -15,6 +18,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/corral-dev/corral/metadata"
 	"github.com/corral-dev/corral/roles/controller/fault"
 )
 
@@ -355,6 +359,35 @@ func TestACL_LinearizableReadJudgedAgainAfterCatchingUp(t *testing.T) {
 	})
 	requireAnswer(t, g.as(tok, "GET", "/v1/kv/x", ""), http.StatusServiceUnavailable, "acl_changed")
 	require.Equal(t, http.StatusNotFound, g.as(tok, "GET", "/v1/kv/x", "").Code, "the retry is served")
+}
+
+// The other way round: a token or a grant made a moment ago, which this
+// controller has not applied yet, is looked for again after a
+// linearizable read before a refusal is answered.
+func TestACL_RefusalWaitsForCatchingUp(t *testing.T) {
+	t.Parallel()
+	f, root := aclFixture(t)
+	const secret = "corral-acl-made-a-moment-ago"
+	sum := sha256.Sum256([]byte(secret))
+	f.token(t, root, "reader", `[{"resource": "kv", "access": "read", "prefix": "a"}]`)
+	f.store.catchUpOnRead(func() {
+		_, err := f.store.ProposePayload(context.Background(), metadata.OpACLTokenCreate, metadata.ACLToken{
+			AccessorID: "0123456789abcdef", SecretSHA256: hex.EncodeToString(sum[:]), Name: "late",
+			Type: metadata.ACLTypeClient, Policies: []string{"reader"}, CreatedAtMS: 1})
+		require.NoError(t, err)
+	})
+	require.Equal(t, http.StatusNotFound, f.as(secret, "GET", "/v1/kv/a1?consistency=serializable", "").Code,
+		"a token applied while the refusal waited is served")
+
+	f.store.catchUpOnRead(func() {
+		rec := f.as(root, "PUT", "/v1/acl/policies/reader", `{"rules": [{"resource": "kv", "access": "read"}]}`)
+		require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	})
+	require.Equal(t, http.StatusNotFound, f.as(secret, "GET", "/v1/kv/b1?consistency=serializable", "").Code,
+		"a grant applied while the refusal waited is served")
+
+	requireAnswer(t, f.as("corral-acl-never-made", "GET", "/v1/kv/a1", ""), http.StatusUnauthorized, "unauthorized")
+	requireDenied(t, f.as(secret, "PUT", "/v1/kv/a1", "x"), "kv", "write", strp("a1"))
 }
 
 func TestLeaseList_PagedByID(t *testing.T) {
