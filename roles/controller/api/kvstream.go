@@ -274,7 +274,16 @@ func (s *Server) streamOp(ctx context.Context, r *http.Request, req streamReq) (
 		return nil, err
 	}
 	if !id.Allows(metadata.ACLKV, acc, req.Key) {
-		return nil, denied(id, metadata.ACLKV, acc, &req.Key)
+		// Perhaps a grant this controller has not applied yet
+		// (catchUpBeforeRefusing).
+		if s.catchUpBeforeRefusing(r) {
+			if nid, err := s.identify(r); err == nil {
+				id = nid
+			}
+		}
+		if !id.Allows(metadata.ACLKV, acc, req.Key) {
+			return nil, denied(id, metadata.ACLKV, acc, &req.Key)
+		}
 	}
 	switch req.Op {
 	case streamPut:
@@ -294,6 +303,15 @@ func (s *Server) streamOp(ctx context.Context, r *http.Request, req streamReq) (
 	if req.Flags&streamSerializable == 0 {
 		if err := s.store.LinearizableRead(ctx); err != nil {
 			return nil, err
+		}
+		// Judged again on the state the read made current, as an HTTP
+		// read is (reauthorize).
+		id, err := s.identify(r)
+		if err != nil {
+			return nil, err
+		}
+		if !id.Allows(metadata.ACLKV, acc, req.Key) {
+			return nil, denied(id, metadata.ACLKV, acc, &req.Key)
 		}
 	}
 	st := s.store.State()

@@ -321,3 +321,33 @@ func TestKVStream_UnreadAnswersEndTheStream(t *testing.T) {
 	defer st.mu.Unlock()
 	require.True(t, st.unread, "the stream broke on its write timeout, not on the bound of unread answers")
 }
+
+// As HTTP reads: a stream's linearizable get is judged again on the state
+// its read made current (an ACL bootstrap this follower had not applied
+// when the frame came), and a refusal first catches up (a grant made a
+// moment ago).
+func TestKVStream_JudgedOnCaughtUpState(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	srv := httptest.NewServer(f.srv.Handler())
+	defer srv.Close()
+	s, resp := openTestStream(t, srv.URL, "")
+	require.Equal(t, http.StatusSwitchingProtocols, resp.StatusCode, "ACLs off: anyone")
+	f.store.catchUpOnRead(func() {
+		rec := f.do("POST", "/v1/acl/bootstrap", "", "X-Corral-Client", "test")
+		require.Equal(t, http.StatusCreated, rec.Code, rec.Body.String())
+	})
+	s.ask(streamFrame(1, streamGet, 0, "x")).requireError(t, http.StatusUnauthorized, "unauthorized")
+
+	g, root := aclFixture(t)
+	gsrv := httptest.NewServer(g.srv.Handler())
+	defer gsrv.Close()
+	tok := g.token(t, root, "narrow", `[{"resource": "kv", "prefix": "a", "access": "read"}]`)
+	gs, resp := openTestStream(t, gsrv.URL, tok)
+	require.Equal(t, http.StatusSwitchingProtocols, resp.StatusCode)
+	g.store.catchUpOnRead(func() {
+		rec := g.as(root, "PUT", "/v1/acl/policies/narrow", `{"rules": [{"resource": "kv", "access": "read"}]}`)
+		require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	})
+	gs.ask(streamFrame(2, streamGet, streamSerializable, "b")).requireError(t, http.StatusNotFound, "not_found")
+}
