@@ -329,9 +329,7 @@ func TestKVStream_UnreadAnswersEndTheStream(t *testing.T) {
 func TestKVStream_JudgedOnCaughtUpState(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	srv := httptest.NewServer(f.srv.Handler())
-	defer srv.Close()
-	s, resp := openTestStream(t, srv.URL, "")
+	s, resp := openTestStream(t, serveFixture(t, f), "")
 	require.Equal(t, http.StatusSwitchingProtocols, resp.StatusCode, "ACLs off: anyone")
 	f.store.catchUpOnRead(func() {
 		rec := f.do("POST", "/v1/acl/bootstrap", "", "X-Corral-Client", "test")
@@ -340,14 +338,20 @@ func TestKVStream_JudgedOnCaughtUpState(t *testing.T) {
 	s.ask(streamFrame(1, streamGet, 0, "x")).requireError(t, http.StatusUnauthorized, "unauthorized")
 
 	g, root := aclFixture(t)
-	gsrv := httptest.NewServer(g.srv.Handler())
-	defer gsrv.Close()
 	tok := g.token(t, root, "narrow", `[{"resource": "kv", "prefix": "a", "access": "read"}]`)
-	gs, resp := openTestStream(t, gsrv.URL, tok)
+	gs, resp := openTestStream(t, serveFixture(t, g), tok)
 	require.Equal(t, http.StatusSwitchingProtocols, resp.StatusCode)
 	g.store.catchUpOnRead(func() {
 		rec := g.as(root, "PUT", "/v1/acl/policies/narrow", `{"rules": [{"resource": "kv", "access": "read"}]}`)
 		require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
 	})
 	gs.ask(streamFrame(2, streamGet, streamSerializable, "b")).requireError(t, http.StatusNotFound, "not_found")
+}
+
+// serveFixture serves f's API over HTTP until the test ends.
+func serveFixture(t *testing.T, f *fixture) string {
+	t.Helper()
+	srv := httptest.NewServer(f.srv.Handler())
+	t.Cleanup(srv.Close)
+	return srv.URL
 }
