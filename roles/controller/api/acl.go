@@ -61,13 +61,8 @@ func (m *routeMux) Handle(pattern string, h http.Handler) {
 			r = r.WithContext(withIdentity(r.Context(), id))
 		}
 		if err := p.check(id, r); err != nil {
-			// Perhaps a grant this controller has not applied yet.
-			if !m.s.catchUpBeforeRefusing(r) {
-				writeError(w, err)
-				return
-			}
-			nid, ierr := m.s.identify(r)
-			if ierr != nil || p.check(nid, r) != nil {
+			nid := m.s.grantedAfterCatchUp(r, func(id *metadata.ACLIdentity) bool { return p.check(id, r) == nil })
+			if nid == nil {
 				writeError(w, err)
 				return
 			}
@@ -276,6 +271,21 @@ func (s *Server) catchUpBeforeRefusing(r *http.Request) bool {
 	ctx, cancel := context.WithTimeout(r.Context(), aclCatchUpTimeout)
 	defer cancel()
 	return s.store.LinearizableRead(ctx) == nil
+}
+
+// grantedAfterCatchUp is the second look before a 403: perhaps a grant
+// this controller has not applied yet. After catchUpBeforeRefusing it
+// identifies the caller again and returns that identity if ok accepts
+// it, or nil when the refusal stands.
+func (s *Server) grantedAfterCatchUp(r *http.Request, ok func(*metadata.ACLIdentity) bool) *metadata.ACLIdentity {
+	if !s.catchUpBeforeRefusing(r) {
+		return nil
+	}
+	id, err := s.identify(r)
+	if err != nil || !ok(id) {
+		return nil
+	}
+	return id
 }
 
 // identify resolves r's bearer token, or returns the 401 to answer.

@@ -274,16 +274,12 @@ func (s *Server) streamOp(ctx context.Context, r *http.Request, req streamReq) (
 		return nil, err
 	}
 	if !id.Allows(metadata.ACLKV, acc, req.Key) {
-		// Perhaps a grant this controller has not applied yet
-		// (catchUpBeforeRefusing).
-		if s.catchUpBeforeRefusing(r) {
-			if nid, err := s.identify(r); err == nil {
-				id = nid
-			}
-		}
-		if !id.Allows(metadata.ACLKV, acc, req.Key) {
+		allows := func(id *metadata.ACLIdentity) bool { return id.Allows(metadata.ACLKV, acc, req.Key) }
+		nid := s.grantedAfterCatchUp(r, allows)
+		if nid == nil {
 			return nil, denied(id, metadata.ACLKV, acc, &req.Key)
 		}
+		id = nid
 	}
 	switch req.Op {
 	case streamPut:

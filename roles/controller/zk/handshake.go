@@ -130,8 +130,8 @@ func (c *conn) newSession(req *jute.ConnectRequest, resp *jute.ConnectResponse) 
 // stay behind for the session's life, a lock nobody can take. After a
 // leader dies that lag spans an election; a kazoo lock stuck after a
 // leader kill in CI on 2026-12-06 fits that (docs/ZOOKEEPER.md,
-// "Guarantees"). ZooKeeper serves no
-// client until its server has synced with an established leader. A new
+// "Guarantees"). ZooKeeper serves no client until its server has synced
+// with an established leader. A new
 // leader here answers a ReadIndex only once it has committed an entry of
 // its own term, so after the barrier every write from an earlier term is
 // applied here or can never be; the session's own later writes go through
