@@ -134,6 +134,10 @@ func (s *State) applyCommand(c *Command) Result {
 		return s.applyZNodeCloseSession(c)
 	case OpZNodeWrite:
 		return s.applyZNodeWrite(c)
+	case OpZNodeBindSession:
+		return s.applyZNodeBindSession(c)
+	case OpZNodeFrom:
+		return s.applyZNodeFrom(c)
 	default:
 		// decodeCommand only lets an unknown op through when it carries
 		// IgnoreUnknownTypeFlag: skipping it is the proposer's documented

@@ -141,6 +141,8 @@ var opNames = map[Op]string{
 	OpZNodeMulti:        "znode_multi",
 	OpZNodeCloseSession: "znode_close_session",
 	OpZNodeWrite:        "znode_write",
+	OpZNodeBindSession:  "znode_bind_session",
+	OpZNodeFrom:         "znode_from",
 }
 
 // Marshal encodes c as a v1 command record: version byte, op byte, uvarint

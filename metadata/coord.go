@@ -90,6 +90,10 @@ type Lease struct {
 	Creator string `json:"creator,omitempty"`
 	// SecretHash is LeaseGrantPayload.SecretHash (ZooKeeper sessions).
 	SecretHash string `json:"secret_hash,omitempty"`
+	// ZKConn is the connection that last resumed this ZooKeeper session
+	// (OpZNodeBindSession), 0 if none did; writes from any other are
+	// refused (znode_session.go).
+	ZKConn uint64 `json:"zk_conn,omitempty"`
 }
 
 func (l *Lease) clone() Lease {
