@@ -3,6 +3,7 @@ package zk
 import (
 	"errors"
 	"io"
+	"math/rand/v2"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -52,11 +53,19 @@ type conn struct {
 	auth atomic.Pointer[[]jute.ID]
 
 	lastZxid int64 // reader only: the highest zxid sent in a reply header
+
+	// owner names this connection in the log (metadata.ZNodeOrigin.Conn):
+	// the session's writes carry it, and a resume here binds the session
+	// to it. Random, so unique across controllers without coordination.
+	owner uint64
 }
 
 func newConn(s *Server, nc net.Conn, id watch.ConnID) *conn {
 	c := &conn{srv: s, nc: nc, id: id, remote: nc.RemoteAddr().String(),
 		out: make(chan []byte, s.cfg.MaxQueuedFrames), done: make(chan struct{})}
+	for c.owner == 0 {
+		c.owner = rand.Uint64()
+	}
 	ids := []jute.ID{{Scheme: "ip", ID: remoteHost(nc)}}
 	c.auth.Store(&ids)
 	return c

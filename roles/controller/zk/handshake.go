@@ -121,43 +121,73 @@ func (c *conn) newSession(req *jute.ConnectRequest, resp *jute.ConnectResponse) 
 // A missing session or a wrong password gets ZooKeeper's answer for an
 // expired session: timeout 0, session id 0.
 //
-// It first waits for a linearizable barrier (a raft ReadIndex). A client
-// that lost its connection with a write in flight does not know whether
-// it was applied, and recovers by reading: kazoo's and Curator's locks
-// look for their own sequential node after a ConnectionLoss on create. A
-// read here that lagged a write the leader commits a moment later would
-// miss it; the client would create a second node, and the first would
-// stay behind for the session's life, a lock nobody can take. After a
-// leader dies that lag spans an election; a kazoo lock stuck after a
-// leader kill in CI on 2026-12-06 fits that (docs/ZOOKEEPER.md,
-// "Guarantees"). ZooKeeper serves no client until its server has synced
-// with an established leader. A new
-// leader here answers a ReadIndex only once it has committed an entry of
-// its own term, so after the barrier every write from an earlier term is
-// applied here or can never be; the session's own later writes go through
-// this controller in order.
+// A resume commits a bind of the session to this connection
+// (metadata.OpZNodeBindSession) before it answers. A client that lost
+// its connection with a write in flight does not know whether it was
+// applied, and recovers by reading: kazoo's and Curator's locks look for
+// their own sequential node after a ConnectionLoss on create. The bind
+// settles that write's fate: if it reached the log before the bind, this
+// controller has applied it by the time the bind is applied here, so the
+// client's read sees it; if after, the state machine refuses it
+// (SessionMoved), as ZooKeeper's leader refuses a write from the server a
+// session left. That holds across a leader change too (a kazoo lock stuck
+// after a leader kill in CI on 2026-12-06 showed the gap, docs/
+// ZOOKEEPER.md "Guarantees"). Without a committed bind within 2 s the
+// reconnect is refused and the client tries another server, its session
+// intact.
 func (c *conn) resumeSession(req *jute.ConnectRequest, resp *jute.ConnectResponse) error {
+	l, ok := c.srv.b.State().Lease(req.SessionID)
+	if !ok {
+		// Opened a moment ago through another controller, perhaps: look
+		// again once caught up, before calling it expired.
+		ctx, cancel := c.srv.timeoutCtx(catchUpWait)
+		err := c.srv.b.LinearizableRead(ctx)
+		cancel()
+		if err != nil {
+			c.srv.met.refused.WithLabelValues("resume_not_caught_up").Inc()
+			return fmt.Errorf("resume session %s: not caught up with a leader: %w", hexID(req.SessionID), err)
+		}
+		l, ok = c.srv.b.State().Lease(req.SessionID)
+	}
+	// A lease's secret hash never changes, so a mismatch here is final and
+	// costs the log nothing.
+	if !ok || !passwordMatches(l.SecretHash, req.Passwd) {
+		c.sessionGone(req, resp, ok)
+		return nil
+	}
 	ctx, cancel := c.srv.timeoutCtx(catchUpWait)
-	err := c.srv.b.LinearizableRead(ctx)
+	res, err := c.srv.proposePayload(ctx, metadata.OpZNodeBindSession, metadata.ZNodeBind{
+		Session: l.ID, Conn: c.owner, SecretHash: l.SecretHash})
 	cancel()
 	if err != nil {
-		// The client tries another server, its session intact.
 		c.srv.met.refused.WithLabelValues("resume_not_caught_up").Inc()
-		return fmt.Errorf("resume session %s: not caught up with a leader: %w", hexID(req.SessionID), err)
+		return fmt.Errorf("resume session %s: bind not committed: %w", hexID(req.SessionID), err)
 	}
-	l, ok := c.srv.b.State().Lease(req.SessionID)
-	want, _ := hex.DecodeString(l.SecretHash)
-	got := sha256.Sum256(req.Passwd)
-	if !ok || len(want) != len(got) || subtle.ConstantTimeCompare(want, got[:]) != 1 {
-		resp.Passwd = make([]byte, jute.PasswordLen)
-		c.srv.log.Info("zk: session expired or unknown", "remote", c.remote, "session", hexID(req.SessionID), "known", ok)
+	if errors.Is(res.Err, metadata.ErrZNodeSessionExpired) {
+		c.sessionGone(req, resp, false)
 		return nil
+	}
+	if res.Err != nil {
+		return fmt.Errorf("resume session %s: bind: %w", hexID(req.SessionID), res.Err)
 	}
 	resp.TimeOut = int32(l.TTLMS)
 	resp.SessionID = l.ID
 	resp.Passwd = req.Passwd
 	c.srv.log.Info("zk: session resumed", "remote", c.remote, "session", hexID(l.ID))
 	return nil
+}
+
+// sessionGone answers a resume of an expired, unknown or wrongly
+// authenticated session as ZooKeeper does: timeout 0, session id 0.
+func (c *conn) sessionGone(req *jute.ConnectRequest, resp *jute.ConnectResponse, known bool) {
+	resp.Passwd = make([]byte, jute.PasswordLen)
+	c.srv.log.Info("zk: session expired or unknown", "remote", c.remote, "session", hexID(req.SessionID), "known", known)
+}
+
+func passwordMatches(hash string, pw []byte) bool {
+	want, _ := hex.DecodeString(hash)
+	got := sha256.Sum256(pw)
+	return len(want) == len(got) && subtle.ConstantTimeCompare(want, got[:]) == 1
 }
 
 func passwordHash(pw []byte) string {
@@ -167,4 +197,7 @@ func passwordHash(pw []byte) string {
 
 func hexID(id int64) string { return fmt.Sprintf("%#x", uint64(id)) }
 
-var errUnknownOutcome = errors.New("write outcome unknown")
+var (
+	errUnknownOutcome = errors.New("write outcome unknown")
+	errSessionMoved   = errors.New("session moved to another connection")
+)

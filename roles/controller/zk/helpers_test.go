@@ -2,6 +2,7 @@ package zk
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"io"
 	"log/slog"
@@ -135,7 +136,8 @@ func (r *rawClient) handshake(req jute.ConnectRequest) jute.ConnectResponse {
 	require.NoError(r.t, err)
 	resp := jute.ConnectResponse{}
 	require.NoError(r.t, jute.Decode(body, &resp))
-	r.sid, r.pw = resp.SessionID, resp.Passwd
+	// The password aliases the frame reader's buffer, which the next frame reuses.
+	r.sid, r.pw = resp.SessionID, bytes.Clone(resp.Passwd)
 	return resp
 }
 

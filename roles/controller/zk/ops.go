@@ -117,6 +117,8 @@ func codeOf(err error) jute.Code {
 		return jute.CodeNoChildrenForEphemerals
 	case errors.Is(err, metadata.ErrZNodeSessionExpired):
 		return jute.CodeSessionExpired
+	case errors.Is(err, metadata.ErrZNodeSessionMoved):
+		return jute.CodeSessionMoved
 	case errors.Is(err, metadata.ErrZNodeBadArguments), errors.Is(err, metadata.ErrZNodeTooLarge):
 		return jute.CodeBadArguments
 	case errors.Is(err, metadata.ErrZNodeInvalidACL):

@@ -15,13 +15,19 @@ import (
 
 // propose runs one write. A refusal by the state machine is its code; a
 // failure whose outcome is unknown (timeout, lost leadership) is an
-// error, which ends the connection.
+// error, which ends the connection. So does SessionMoved: as ZooKeeper,
+// the connection the session left gets no answer, only closed
+// (its client is elsewhere already).
 func (c *conn) propose(op metadata.Op, payload any) (metadata.Result, error) {
 	ctx, cancel := c.srv.timeoutCtx(c.srv.cfg.ProposeTimeout)
 	defer cancel()
-	res, err := c.srv.proposePayload(ctx, op, payload)
+	res, err := c.proposeFrom(ctx, op, payload)
 	if err != nil {
 		return res, fmt.Errorf("%w: %v", errUnknownOutcome, err)
+	}
+	if errors.Is(res.Err, metadata.ErrZNodeSessionMoved) {
+		c.srv.met.refused.WithLabelValues("session_moved").Inc()
+		return res, fmt.Errorf("%w: %v", errSessionMoved, res.Err)
 	}
 	var top int64
 	for _, ev := range res.ZNodeEvents {

@@ -33,3 +33,22 @@ func (s *Server) proposePayload(ctx context.Context, op metadata.Op, payload any
 	}
 	return s.b.Propose(ctx, cmd)
 }
+
+// proposeFrom proposes a write of this connection's session. A znode write
+// goes wrapped with its origin (metadata.OpZNodeFrom), so that the state
+// machine refuses it if the session has moved to another connection since
+// (ZooKeeper's SessionMoved).
+func (c *conn) proposeFrom(ctx context.Context, op metadata.Op, payload any) (metadata.Result, error) {
+	cmd, err := command(op, payload)
+	if err != nil {
+		return metadata.Result{}, err
+	}
+	switch cmd.Op {
+	case metadata.OpZNodeWrite, metadata.OpZNodeSetACL, metadata.OpZNodeMulti:
+		o := metadata.ZNodeOrigin{Session: c.sessionID(), Conn: c.owner}
+		if cmd, err = metadata.NewZNodeFromCommand(o, cmd); err != nil {
+			return metadata.Result{}, err
+		}
+	}
+	return c.srv.b.Propose(ctx, cmd)
+}

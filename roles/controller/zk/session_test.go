@@ -3,6 +3,7 @@ package zk
 import (
 	"context"
 	"errors"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"net"
 	"strconv"
 	"sync"
@@ -151,37 +152,86 @@ func TestResumeRefused(t *testing.T) {
 	require.Equal(t, int32(40000), resp.TimeOut)
 }
 
-// TestResumeWaitsForBarrier: a session resumes only after a linearizable
-// barrier, so that a read right after it sees a write the client left in
-// flight on its lost connection, if that write will ever be applied (a
-// lock recipe looks for its own node that way). Without a leader to
-// answer the barrier the server refuses the reconnect, and the session
-// stays for the client to resume elsewhere.
-func TestResumeWaitsForBarrier(t *testing.T) {
+// TestResumeBindsSession: a session resumes only once a bind of it to
+// the new connection is committed, so that a read right after it sees a
+// write the client left in flight on its lost connection, if that write
+// will ever be applied (a lock recipe looks for its own node that way).
+// Without a leader to commit the bind the server refuses the reconnect,
+// and the session stays for the client to resume elsewhere. A session
+// this controller does not know yet is looked for again after a
+// linearizable read, not called expired at once.
+func TestResumeBindsSession(t *testing.T) {
 	b := newFakeBackend()
 	s := startServer(t, b, Config{})
 	r := openRaw(t, s.Addr().String())
 	sid, pw := r.sid, r.pw
 
 	b.failWith(errNoLeader)
-	before := b.barriers.Load()
 	r2 := dialRaw(t, s.Addr().String())
 	r2.write(jute.AppendFrame(nil, &jute.ConnectRequest{SessionID: sid, Passwd: pw, TimeOut: 4000}))
 	r2.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
 	_, err := r2.fr.ReadFrame()
 	var ne net.Error
-	require.Error(t, err, "no barrier, no ConnectResponse")
+	require.Error(t, err, "no bind, no ConnectResponse")
 	require.False(t, errors.As(err, &ne) && ne.Timeout(), "the server closes the connection: %v", err)
-	require.Greater(t, b.barriers.Load(), before)
-	_, ok := b.st.Lease(sid)
+	l, ok := b.st.Lease(sid)
 	require.True(t, ok, "a refused reconnect leaves the session alone")
+	require.Zero(t, l.ZKConn)
+	require.Equal(t, 1.0, testutil.ToFloat64(s.met.refused.WithLabelValues("resume_not_caught_up")))
 
 	b.failWith(nil)
-	before = b.barriers.Load()
 	r3 := dialRaw(t, s.Addr().String())
 	resp := r3.handshake(jute.ConnectRequest{SessionID: sid, Passwd: pw, TimeOut: 4000})
 	require.Equal(t, sid, resp.SessionID)
-	require.Equal(t, before+1, b.barriers.Load(), "one barrier before the session resumed")
+	l, _ = b.st.Lease(sid)
+	require.NotZero(t, l.ZKConn, "the session is bound to its new connection")
+
+	// A wrong password binds nothing (and costs the log nothing).
+	applied := b.AppliedIndex()
+	r4 := dialRaw(t, s.Addr().String())
+	resp = r4.handshake(jute.ConnectRequest{SessionID: sid, Passwd: make([]byte, 16), TimeOut: 4000})
+	require.Zero(t, resp.SessionID)
+	require.Equal(t, applied, b.AppliedIndex())
+	l2, _ := b.st.Lease(sid)
+	require.Equal(t, l.ZKConn, l2.ZKConn)
+
+	// Unknown here: one barrier, then the answer for an expired session.
+	before := b.barriers.Load()
+	r5 := dialRaw(t, s.Addr().String())
+	resp = r5.handshake(jute.ConnectRequest{SessionID: sid + 100, Passwd: pw, TimeOut: 4000})
+	require.Zero(t, resp.SessionID)
+	require.Equal(t, before+1, b.barriers.Load())
+}
+
+// TestSessionMovedClosesOldConnection: once a session resumed on another
+// controller, a write still sent through the connection it left is
+// refused by the state machine (SessionMoved), changes nothing, and that
+// connection is closed without an answer, as ZooKeeper does. The new
+// connection writes.
+func TestSessionMovedClosesOldConnection(t *testing.T) {
+	b := newFakeBackend()
+	sa, sb := startServer(t, b, Config{}), startServer(t, b, Config{})
+	old := openRaw(t, sa.Addr().String())
+	require.Equal(t, jute.CodeOK, old.call(jute.OpCreate, &jute.CreateRequest{Path: "/n", Data: []byte("a"), ACL: openACL}, nil).Err)
+
+	moved := dialRaw(t, sb.Addr().String())
+	require.Equal(t, old.sid, moved.handshake(jute.ConnectRequest{SessionID: old.sid, Passwd: old.pw}).SessionID)
+
+	old.write(jute.AppendFrame(nil, &jute.RequestHeader{Xid: 9, Type: jute.OpSetData},
+		&jute.SetDataRequest{Path: "/n", Data: []byte("stale"), Version: -1}))
+	old.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, err := old.fr.ReadFrame()
+	var ne net.Error
+	require.Error(t, err, "no answer to a write from the connection the session left")
+	require.False(t, errors.As(err, &ne) && ne.Timeout(), "the connection is closed: %v", err)
+	n, _ := b.st.ZNode("/n")
+	require.Equal(t, "a", string(n.Data))
+	require.Equal(t, 1.0, testutil.ToFloat64(sa.met.refused.WithLabelValues("session_moved")))
+
+	var st jute.StatResponse
+	require.Equal(t, jute.CodeOK, moved.call(jute.OpSetData, &jute.SetDataRequest{Path: "/n", Data: []byte("b"), Version: -1}, &st).Err)
+	n, _ = b.st.ZNode("/n")
+	require.Equal(t, "b", string(n.Data))
 }
 
 // TestUnknownOutcomeClosesConnection: a write whose outcome is unknown
