@@ -331,7 +331,7 @@ func (s *State) applyACLBootstrap(c *Command) Result {
 	t := b.Token
 	s.ext.ACLTokens[t.AccessorID] = &t
 	s.ext.ACLBootstrapped = true
-	s.rebuildACL()
+	s.aclChanged()
 	return Result{Revision: s.revision}
 }
 
@@ -350,7 +350,7 @@ func (s *State) applyACLPolicyPut(c *Command) Result {
 		s.ext.ACLPolicies = map[string]*ACLPolicy{}
 	}
 	s.ext.ACLPolicies[p.Name] = &p
-	s.rebuildACL()
+	s.aclChanged()
 	return Result{Revision: s.revision}
 }
 
@@ -368,7 +368,7 @@ func (s *State) applyACLPolicyDelete(c *Command) Result {
 	if len(s.ext.ACLPolicies) == 0 {
 		s.ext.ACLPolicies = nil
 	}
-	s.rebuildACL()
+	s.aclChanged()
 	return Result{Revision: s.revision}
 }
 
@@ -403,7 +403,7 @@ func (s *State) applyACLTokenCreate(c *Command) Result {
 		s.ext.ACLTokens = map[string]*ACLToken{}
 	}
 	s.ext.ACLTokens[t.AccessorID] = &t
-	s.rebuildACL()
+	s.aclChanged()
 	return Result{Revision: s.revision}
 }
 
@@ -419,7 +419,7 @@ func (s *State) applyACLTokenDelete(c *Command) Result {
 	if len(s.ext.ACLTokens) == 0 {
 		s.ext.ACLTokens = nil
 	}
-	s.rebuildACL()
+	s.aclChanged()
 	return Result{Revision: s.revision}
 }
 

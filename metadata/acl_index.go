@@ -13,7 +13,10 @@ type ACLIndex struct {
 	// Bootstrapped: OpACLBootstrap applied, so every request needs a
 	// token.
 	Bootstrapped bool
-	bySecret     map[[sha256.Size]byte]*ACLIdentity
+	// Revision is the state's ACLRevision this index was built from: a
+	// request judged here is fenced with it (acl_fence.go).
+	Revision uint64
+	bySecret map[[sha256.Size]byte]*ACLIdentity
 }
 
 // ACLIdentity is a resolved token: who it is and what it may do.
@@ -86,7 +89,7 @@ func (s *State) rebuildACL() {
 }
 
 func buildACLIndex(e *extState) *ACLIndex {
-	ix := &ACLIndex{Bootstrapped: e.ACLBootstrapped, bySecret: make(map[[sha256.Size]byte]*ACLIdentity, len(e.ACLTokens))}
+	ix := &ACLIndex{Bootstrapped: e.ACLBootstrapped, Revision: e.ACLRevision, bySecret: make(map[[sha256.Size]byte]*ACLIdentity, len(e.ACLTokens))}
 	for _, t := range e.ACLTokens {
 		var key [sha256.Size]byte
 		if n, err := hex.Decode(key[:], []byte(t.SecretSHA256)); err != nil || n != sha256.Size {

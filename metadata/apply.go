@@ -138,6 +138,8 @@ func (s *State) applyCommand(c *Command) Result {
 		return s.applyZNodeBindSession(c)
 	case OpZNodeFrom:
 		return s.applyZNodeFrom(c)
+	case OpACLFenced:
+		return s.applyACLFenced(c)
 	default:
 		// decodeCommand only lets an unknown op through when it carries
 		// IgnoreUnknownTypeFlag: skipping it is the proposer's documented

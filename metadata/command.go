@@ -143,6 +143,7 @@ var opNames = map[Op]string{
 	OpZNodeWrite:        "znode_write",
 	OpZNodeBindSession:  "znode_bind_session",
 	OpZNodeFrom:         "znode_from",
+	OpACLFenced:         "acl_fenced",
 }
 
 // Marshal encodes c as a v1 command record: version byte, op byte, uvarint

@@ -53,6 +53,9 @@ type extState struct {
 	ACLBootstrapped bool                  `json:"acl_bootstrapped,omitempty"`
 	ACLPolicies     map[string]*ACLPolicy `json:"acl_policies,omitempty"`
 	ACLTokens       map[string]*ACLToken  `json:"acl_tokens,omitempty"`
+	// ACLRevision is the index of the last entry that changed the ACLs
+	// (acl_fence.go).
+	ACLRevision uint64 `json:"acl_revision,omitempty"`
 	// ZNodes is the ZooKeeper znode tree by path (znode.go); the root is
 	// stored once something changed it. It has its own binary snapshot
 	// section (znode_snapshot.go).
