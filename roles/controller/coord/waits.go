@@ -83,7 +83,10 @@ func AwaitLock(ctx context.Context, r Replica, key string, lease int64, wait, gi
 		}
 		break
 	}
-	gctx, gcancel := context.WithTimeout(context.WithoutCancel(ctx), giveUp)
+	// Giving up is not fenced with the request's ACL revision: refused
+	// after an ACL change, it would leave the lease queued, to be granted
+	// the lock later while its client was told it did not get it.
+	gctx, gcancel := context.WithTimeout(metadata.WithoutACLFence(context.WithoutCancel(ctx)), giveUp)
 	defer gcancel()
 	cmd, err := metadata.NewCoordCommand(metadata.OpLockRelease, key, metadata.LockPayload{Lease: lease, WaitingOnly: true})
 	if err != nil {

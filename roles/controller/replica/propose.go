@@ -141,10 +141,25 @@ func (b *broadcast) fire() {
 // nothing was proposed, ErrTimeout that the outcome is unknown, and an
 // entry that committed but was refused by the state machine (a failed
 // compare, an invalid command) returns that refusal, with the result.
+//
+// A ctx carrying an ACL revision (metadata.WithACLFence: the API judged
+// the request at it) fences cmd with it: the state machine refuses it if
+// the ACLs changed before it applied, and the error wraps
+// metadata.ErrACLChanged.
 func (c *Replica) Propose(ctx context.Context, cmd *metadata.Command) (metadata.Result, error) {
+	if rev, ok := metadata.ACLFence(ctx); ok {
+		fenced, err := metadata.NewACLFencedCommand(rev, cmd)
+		if err != nil {
+			return metadata.Result{}, err
+		}
+		cmd = fenced
+	}
 	res, err := c.propose(ctx, cmd)
 	if err == nil {
 		err = res.Err
+	}
+	if errors.Is(err, metadata.ErrACLChanged) {
+		c.met.proposalsFailed.WithLabelValues("acl_changed").Inc()
 	}
 	return res, err
 }
