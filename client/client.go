@@ -6,7 +6,8 @@
 // Failover: the client keeps a list of controller endpoints and starts every call at the last endpoint that
 // answered. It moves on to the next endpoint only when that is known to be safe, i.e. when nothing can have been
 // proposed: the connection could not be established (dial error), or the controller answered 503 with code
-// "no_leader" or "not_ready". A 503 "timeout" is returned to the caller (ErrTimeout) because the write may still
+// "no_leader" or "not_ready" (or "acl_changed": a write refused because access control changed after it was
+// authorized, which took no effect). A 503 "timeout" is returned to the caller (ErrTimeout) because the write may still
 // commit; retrying it blindly could apply it twice.
 //
 // Leader hint: a follower names the leader's API address in every answer (LeaderHeader). When that address is one

@@ -248,7 +248,7 @@ func TestFailoverOnDialError(t *testing.T) {
 }
 
 func TestFailoverOnNoLeaderAndNotReady(t *testing.T) {
-	for _, code := range []string{"no_leader", "not_ready"} {
+	for _, code := range []string{"no_leader", "not_ready", "acl_changed"} {
 		t.Run(code, func(t *testing.T) {
 			bad, good := newFakeAPI(t), newFakeAPI(t)
 			bad.setFail(&apiError{status: 503, code: code, msg: "try elsewhere"})

@@ -98,8 +98,10 @@ func (e *Error) Is(target error) bool {
 }
 
 // retryElsewhere reports whether another endpoint may be tried after this answer: only when the server guarantees
-// that nothing was proposed (no leader known, or not ready yet). "timeout" is deliberately excluded because the
-// proposal may still commit, and a blind retry could apply a write twice.
+// that nothing took effect (no leader known, not ready yet, or "acl_changed": the state machine refused the write
+// because access control changed after the request was authorized, and the retry is authorized again). "timeout"
+// is deliberately excluded because the proposal may still commit, and a blind retry could apply a write twice.
 func (e *Error) retryElsewhere() bool {
-	return e.Status == http.StatusServiceUnavailable && (e.Code == "no_leader" || e.Code == "not_ready" || e.Code == "not_leader")
+	return e.Status == http.StatusServiceUnavailable &&
+		(e.Code == "no_leader" || e.Code == "not_ready" || e.Code == "not_leader" || e.Code == "acl_changed")
 }

@@ -53,21 +53,20 @@ func (m *routeMux) Handle(pattern string, h http.Handler) {
 	m.ServeMux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, ok := r.Context().Value(identityKey{}).(*metadata.ACLIdentity)
 		if !ok { // an open path auth let through
-			var err error
-			if id, err = m.s.identify(r); err != nil {
+			j, err := m.s.identify(r)
+			if err != nil {
 				writeError(w, err)
 				return
 			}
-			r = r.WithContext(withIdentity(r.Context(), id))
+			id, r = j.id, r.WithContext(j.into(r.Context()))
 		}
 		if err := p.check(id, r); err != nil {
-			nid := m.s.grantedAfterCatchUp(r, func(id *metadata.ACLIdentity) bool { return p.check(id, r) == nil })
-			if nid == nil {
+			nj, granted := m.s.grantedAfterCatchUp(r, func(id *metadata.ACLIdentity) bool { return p.check(id, r) == nil })
+			if !granted {
 				writeError(w, err)
 				return
 			}
-			id = nid
-			r = r.WithContext(withIdentity(r.Context(), id))
+			r = r.WithContext(nj.into(r.Context()))
 		}
 		h.ServeHTTP(w, r)
 	}))
@@ -222,9 +221,28 @@ func identity(r *http.Request) *metadata.ACLIdentity {
 	return anonymousIdentity
 }
 
-// withIdentity returns ctx carrying the caller id (auth sets it).
-func withIdentity(ctx context.Context, id *metadata.ACLIdentity) context.Context {
-	return context.WithValue(ctx, identityKey{}, id)
+// judged is a caller as identify resolved it: its identity and, when
+// the replicated ACLs decided it, the ACL revision they were at.
+type judged struct {
+	id *metadata.ACLIdentity
+	// rev is the ACL revision id was resolved at; fence is false for the
+	// --api-token-file token, which the replicated ACLs do not govern.
+	rev   uint64
+	fence bool
+}
+
+// into returns ctx carrying the caller (auth sets it) and, when the
+// replicated ACLs judged it, their revision: every command proposed for
+// the request is then fenced with it (metadata.WithACLFence), so a write
+// judged on a follower that had not yet applied an ACL change is refused
+// at apply instead of taking effect ("A change's window on a follower",
+// docs/SECURITY.md).
+func (j judged) into(ctx context.Context) context.Context {
+	ctx = context.WithValue(ctx, identityKey{}, j.id)
+	if j.fence {
+		ctx = metadata.WithACLFence(ctx, j.rev)
+	}
+	return ctx
 }
 
 // aclEnabled reports whether requests need a token.
@@ -276,16 +294,16 @@ func (s *Server) catchUpBeforeRefusing(r *http.Request) bool {
 // grantedAfterCatchUp is the second look before a 403: perhaps a grant
 // this controller has not applied yet. After catchUpBeforeRefusing it
 // identifies the caller again and returns that identity if ok accepts
-// it, or nil when the refusal stands.
-func (s *Server) grantedAfterCatchUp(r *http.Request, ok func(*metadata.ACLIdentity) bool) *metadata.ACLIdentity {
+// it, or false when the refusal stands.
+func (s *Server) grantedAfterCatchUp(r *http.Request, ok func(*metadata.ACLIdentity) bool) (judged, bool) {
 	if !s.catchUpBeforeRefusing(r) {
-		return nil
+		return judged{}, false
 	}
-	id, err := s.identify(r)
-	if err != nil || !ok(id) {
-		return nil
+	j, err := s.identify(r)
+	if err != nil || !ok(j.id) {
+		return judged{}, false
 	}
-	return id
+	return j, true
 }
 
 // identify resolves r's bearer token, or returns the 401 to answer.
@@ -293,37 +311,38 @@ func (s *Server) grantedAfterCatchUp(r *http.Request, ok func(*metadata.ACLIdent
 // self) are judged on the local state even before it is known current
 // (aclCurrent), so that 'corral status' still answers on a controller cut
 // off since its start: they show counts and quorum state, no data.
-func (s *Server) identify(r *http.Request) (*metadata.ACLIdentity, error) {
+func (s *Server) identify(r *http.Request) (judged, error) {
 	got, hasBearer := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if s.token != nil && hasBearer && subtle.ConstantTimeCompare([]byte(got), s.token) == 1 {
-		return fileIdentity, nil // management whatever the replicated state says
+		return judged{id: fileIdentity}, nil // management whatever the replicated state says
 	}
 	if p, ok := routePerms[r.Pattern]; !ok || p.kind != permAuthenticated || r.Pattern == "/" {
 		if err := s.aclCurrent(r); err != nil {
-			return nil, err
+			return judged{}, err
 		}
 	}
 	ix := s.store.State().ACL()
 	if s.token == nil && !ix.Bootstrapped {
-		return anonymousIdentity, nil
+		return judged{id: anonymousIdentity, rev: ix.Revision, fence: true}, nil
 	}
 	if !hasBearer || got == "" {
-		return nil, httpError(http.StatusUnauthorized, "unauthorized",
+		return judged{}, httpError(http.StatusUnauthorized, "unauthorized",
 			"missing API token: send Authorization: Bearer <token> (the CLI's --token or CORRAL_TOKEN)")
 	}
 	id := ix.Lookup(got)
 	if id == nil && s.catchUpBeforeRefusing(r) {
-		id = s.store.State().ACL().Lookup(got) // a token made a moment ago
+		ix = s.store.State().ACL()
+		id = ix.Lookup(got) // a token made a moment ago
 	}
 	if id == nil {
-		return nil, httpError(http.StatusUnauthorized, "unauthorized",
+		return judged{}, httpError(http.StatusUnauthorized, "unauthorized",
 			"unknown API token: it was deleted, or it is not a token of this cluster; ask an operator for one ('corral acl token create')")
 	}
 	if id.ExpiresAtMS != 0 && id.ExpiresAtMS <= time.Now().UnixMilli() {
-		return nil, httpError(http.StatusUnauthorized, "token_expired",
+		return judged{}, httpError(http.StatusUnauthorized, "token_expired",
 			"API token %s (%s) expired at %s; ask an operator for a new one", id.AccessorID, id.Name, rfc3339MS(id.ExpiresAtMS))
 	}
-	return id, nil
+	return judged{id: id, rev: ix.Revision, fence: true}, nil
 }
 
 // reauthorize judges r again once a linearizable read has made this
@@ -337,10 +356,11 @@ func (s *Server) identify(r *http.Request) (*metadata.ACLIdentity, error) {
 // still allowed gets a retryable 503: the handler would go on with the
 // grants it was given (allow).
 func (s *Server) reauthorize(r *http.Request) error {
-	id, err := s.identify(r)
+	j, err := s.identify(r)
 	if err != nil {
 		return err
 	}
+	id := j.id
 	if p, ok := routePerms[r.Pattern]; ok {
 		if err := p.check(id, r); err != nil {
 			return err
@@ -431,12 +451,12 @@ func (s *Server) auth(mux *routeMux) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		id, err := s.identify(r)
+		j, err := s.identify(r)
 		if err != nil {
 			writeError(w, err)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(withIdentity(r.Context(), id)))
+		next.ServeHTTP(w, r.WithContext(j.into(r.Context())))
 	})
 }
 

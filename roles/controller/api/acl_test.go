@@ -242,7 +242,7 @@ func TestACL_PerTokenWatchLimit(t *testing.T) {
 	f, root := aclFixture(t, func(f *fixture) { f.cfg.Limits.MaxWatchesPerToken = 2 })
 	tok := f.token(t, root, "w", `[{"resource": "kv", "access": "read"}]`)
 	req, _ := http.NewRequest("GET", "/", nil)
-	req = req.WithContext(withIdentity(req.Context(), f.srv.store.State().ACL().Lookup(tok)))
+	req = req.WithContext(judged{id: f.srv.store.State().ACL().Lookup(tok)}.into(req.Context()))
 	r1, err := f.srv.takeWatch(req)
 	require.NoError(t, err)
 	_, err = f.srv.takeWatch(req)
@@ -419,4 +419,43 @@ func TestACL_TokenCreateBeforeBootstrapRefused(t *testing.T) {
 	rec := f.do("POST", "/v1/acl/tokens", `{"name": "m", "type": "management"}`, "X-Corral-Client", "t")
 	requireAnswer(t, rec, http.StatusConflict, "acl_not_bootstrapped")
 	require.Contains(t, rec.Body.String(), "corral acl bootstrap")
+}
+
+// A write judged on ACL state that changes before the write reaches the
+// log (a follower that had not applied the change yet) is refused at
+// apply with a retryable 503 and changes nothing; the retry is judged on
+// the new state. The same for the KV stream's frames. A write by the
+// --api-token-file token is not fenced: the replicated ACLs do not govern
+// it.
+func TestACL_WriteJudgedBeforeAChangeIsRefused(t *testing.T) {
+	t.Parallel()
+	f, root := aclFixture(t)
+	tok := f.token(t, root, "writer", `[{"resource": "kv", "access": "write"}]`)
+	f.store.beforePropose(func() { f.deleteToken(t, root, "writer") })
+	requireAnswer(t, f.as(tok, "PUT", "/v1/kv/x", "v"), http.StatusServiceUnavailable, "acl_changed")
+	_, ok := f.store.State().Get("x")
+	require.False(t, ok)
+	requireAnswer(t, f.as(tok, "PUT", "/v1/kv/x", "v"), http.StatusUnauthorized, "unauthorized")
+
+	tok = f.token(t, root, "streamer", `[{"resource": "kv", "access": "write"}]`)
+	s, resp := openTestStream(t, serveFixture(t, f), tok)
+	require.Equal(t, http.StatusSwitchingProtocols, resp.StatusCode)
+	f.store.beforePropose(func() {
+		rec := f.as(root, "PUT", "/v1/acl/policies/streamer", `{"rules": [{"resource": "kv", "access": "read"}]}`)
+		require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	})
+	s.ask(streamFrame(1, streamPut, 0, "y", []byte("v"))).requireError(t, http.StatusServiceUnavailable, "acl_changed")
+	_, ok = f.store.State().Get("y")
+	require.False(t, ok)
+
+	path := filepath.Join(t.TempDir(), "token")
+	require.NoError(t, os.WriteFile(path, []byte("file-token\n"), 0o600))
+	g := newFixture(t, func(f *fixture) { f.cfg.APITokenFile = path })
+	g.store.beforePropose(func() {
+		_, err := g.store.ProposePayload(context.Background(), metadata.OpACLBootstrap, metadata.ACLBootstrap{Token: metadata.ACLToken{
+			AccessorID: "00000000000000aa", SecretSHA256: metadata.ACLSecretHash("root"), Name: "root",
+			Type: metadata.ACLTypeManagement, CreatedAtMS: 1}})
+		require.NoError(t, err)
+	})
+	require.Equal(t, http.StatusOK, g.as("file-token", "PUT", "/v1/kv/z", "v").Code)
 }

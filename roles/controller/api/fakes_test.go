@@ -101,13 +101,32 @@ type fakeStore struct {
 	// onRead, when set, runs once at the next linearizable read, outside
 	// mu: what a lagging follower applies while its read waits.
 	onRead func()
+	// onPropose, when set, runs once before the next proposal is applied,
+	// outside mu: what the log holds before that proposal (an ACL change
+	// committed while the request was judged on older state).
+	onPropose func()
 }
 
 func newFakeStore() *fakeStore { return &fakeStore{state: metadata.New()} }
 
 func (s *fakeStore) State() *metadata.State { return s.state }
 
-func (s *fakeStore) Propose(_ context.Context, cmd *metadata.Command) (metadata.Result, error) {
+func (s *fakeStore) Propose(ctx context.Context, cmd *metadata.Command) (metadata.Result, error) {
+	s.mu.Lock()
+	hook := s.onPropose
+	s.onPropose = nil
+	s.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
+	// As the replica does: a request judged at an ACL revision is fenced.
+	if rev, ok := metadata.ACLFence(ctx); ok {
+		fenced, err := metadata.NewACLFencedCommand(rev, cmd)
+		if err != nil {
+			return metadata.Result{}, err
+		}
+		cmd = fenced
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.err != nil {
@@ -137,6 +156,13 @@ func (s *fakeStore) LinearizableRead(context.Context) error {
 		hook()
 	}
 	return err
+}
+
+// beforePropose makes the next proposal apply after what fn does.
+func (s *fakeStore) beforePropose(fn func()) {
+	s.mu.Lock()
+	s.onPropose = fn
+	s.mu.Unlock()
 }
 
 // catchUpOnRead makes the next linearizable read apply what fn does first.

@@ -255,13 +255,14 @@ func (st *kvStream) do(req streamReq, n int) {
 // streamOp runs one request as its HTTP route would and returns the 200
 // body.
 func (s *Server) streamOp(ctx context.Context, r *http.Request, req streamReq) ([]byte, error) {
-	id, err := s.identify(r)
+	j, err := s.identify(r)
 	if err != nil {
 		return nil, err
 	}
 	if err := s.aclCurrent(r); err != nil { // identify skips it for the upgrade route
 		return nil, err
 	}
+	id := j.id
 	acc := metadata.ACLWrite
 	if req.Op == streamGet {
 		acc = metadata.ACLRead
@@ -275,12 +276,15 @@ func (s *Server) streamOp(ctx context.Context, r *http.Request, req streamReq) (
 	}
 	if !id.Allows(metadata.ACLKV, acc, req.Key) {
 		allows := func(id *metadata.ACLIdentity) bool { return id.Allows(metadata.ACLKV, acc, req.Key) }
-		nid := s.grantedAfterCatchUp(r, allows)
-		if nid == nil {
+		nj, granted := s.grantedAfterCatchUp(r, allows)
+		if !granted {
 			return nil, denied(id, metadata.ACLKV, acc, &req.Key)
 		}
-		id = nid
+		j = nj
 	}
+	// The frame's writes are fenced with the ACL revision it was judged
+	// at, as an HTTP request's are (judged.into).
+	ctx = j.into(ctx)
 	switch req.Op {
 	case streamPut:
 		cmd := &metadata.Command{Op: metadata.OpPut, Key: req.Key, Value: req.Value, PrevRevision: req.Prev, HasPrev: req.HasPrev}
@@ -302,12 +306,12 @@ func (s *Server) streamOp(ctx context.Context, r *http.Request, req streamReq) (
 		}
 		// Judged again on the state the read made current, as an HTTP
 		// read is (reauthorize).
-		id, err := s.identify(r)
+		j, err := s.identify(r)
 		if err != nil {
 			return nil, err
 		}
-		if !id.Allows(metadata.ACLKV, acc, req.Key) {
-			return nil, denied(id, metadata.ACLKV, acc, &req.Key)
+		if !j.id.Allows(metadata.ACLKV, acc, req.Key) {
+			return nil, denied(j.id, metadata.ACLKV, acc, &req.Key)
 		}
 	}
 	st := s.store.State()

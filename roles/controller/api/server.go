@@ -92,6 +92,11 @@ func errorFor(err error) *apiError {
 		return &apiError{Status: http.StatusServiceUnavailable, Code: "timeout", Message: err.Error()}
 	case errors.Is(err, fault.ErrStopped):
 		return &apiError{Status: http.StatusServiceUnavailable, Code: "no_leader", Message: err.Error()}
+	case errors.Is(err, metadata.ErrACLChanged):
+		// The write was judged on ACLs that changed before it reached the
+		// log (a follower had not applied the change yet); nothing changed.
+		return &apiError{Status: http.StatusServiceUnavailable, Code: "acl_changed",
+			Message: "access control changed while this request was on its way to the log; nothing was changed, retry it"}
 	}
 	return &apiError{Status: http.StatusInternalServerError, Code: "internal", Message: err.Error()}
 }
