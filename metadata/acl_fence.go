@@ -86,6 +86,52 @@ func (s *State) applyACLFenced(c *Command) Result {
 	return s.applyCommand(inner)
 }
 
+// entryOp returns the op of a raft entry's command without decoding it
+// all: for OpACLFenced, the op it wraps. ok is false when entry is not a
+// command this binary reads.
+func entryOp(entry []byte) (op Op, ok bool) {
+	if len(entry) < 2 || !isCommandFormat(entry[0]) {
+		return 0, false
+	}
+	op = Op(entry[1]).Base()
+	if op != OpACLFenced {
+		return op, true
+	}
+	// version | op | id | [term] | payload length | flags | key | value,
+	// and the value starts with the revision and the inner op.
+	r := reader{b: entry, off: 2}
+	if _, err := r.uvarint(); err != nil {
+		return 0, false
+	}
+	if entry[0] == CommandFormatV2 {
+		if _, err := r.uvarint(); err != nil {
+			return 0, false
+		}
+	}
+	if _, err := r.uvarint(); err != nil {
+		return 0, false
+	}
+	if _, err := r.byte(); err != nil {
+		return 0, false
+	}
+	if _, err := r.lenBytes(); err != nil {
+		return 0, false
+	}
+	v, err := r.lenBytes()
+	if err != nil {
+		return 0, false
+	}
+	vr := reader{b: v}
+	if _, err := vr.uvarint(); err != nil {
+		return 0, false
+	}
+	b, err := vr.byte()
+	if err != nil {
+		return 0, false
+	}
+	return Op(b), true
+}
+
 // aclFenceKey is the context key of WithACLFence.
 type aclFenceKey struct{}
 

@@ -83,6 +83,32 @@ func TestACLFencedRefusals(t *testing.T) {
 	}
 }
 
+// The raft loop's hooks see the op a fence wraps: a restart, a drain or a
+// revocation through the API still wakes the scheduler, the assignment
+// pusher and the deny-list.
+func TestACLFencedEntryOp(t *testing.T) {
+	restart, err := NewWorkerCommand(OpAllocRestart, AllocRestartRequest{ID: "a", AtMS: 1})
+	require.NoError(t, err)
+	revoke, err := NewWorkerCommand(OpCertRevoke, RevokeRequest{Serial: "1F"})
+	require.NoError(t, err)
+	for _, term := range []uint64{0, 7} { // format 1 and 2
+		for _, rev := range []uint64{0, 1 << 40} {
+			c := fenced(t, rev, restart)
+			c.ID, c.Term = 99, term
+			require.True(t, AffectsJobs(c.Marshal()))
+			require.False(t, AffectsRevocations(c.Marshal()))
+			c = fenced(t, rev, revoke)
+			c.ID, c.Term = 99, term
+			require.True(t, AffectsRevocations(c.Marshal()))
+			require.False(t, AffectsJobs(c.Marshal()))
+			c = fenced(t, rev, putCmd("k", "v"))
+			c.Term = term
+			require.False(t, AffectsJobs(c.Marshal()))
+		}
+	}
+	require.False(t, AffectsJobs([]byte{CommandFormatV1, byte(OpACLFenced), 1}))
+}
+
 func FuzzACLFenced(f *testing.F) {
 	f.Add(fenced(f, 0, putCmd("k", "v")).Value)
 	f.Add(fenced(f, 3, zcmd(f, OpLeaseGrant, LeaseGrantPayload{TTLMS: 5000})).Value)
@@ -99,7 +125,8 @@ func FuzzACLFenced(f *testing.F) {
 				t.Fatalf("re-encoding differs:\n in %x\nout %x", v, again.Value)
 			}
 		}
-		// Applying it never panics.
+		// Applying it, or reading its op, never panics.
 		_, _ = New().Apply(1, c.Marshal())
+		_ = AffectsJobs(c.Marshal())
 	})
 }

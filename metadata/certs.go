@@ -176,9 +176,10 @@ func (s *State) Revocations() []Revocation {
 }
 
 // AffectsRevocations reports whether a log entry may change the deny-list,
-// from its header alone.
+// from its op alone (an ACL fence's inner op).
 func AffectsRevocations(entry []byte) bool {
-	return len(entry) >= 2 && isCommandFormat(entry[0]) && Op(entry[1]).Base() == OpCertRevoke
+	op, ok := entryOp(entry) // through an ACL fence (acl_fence.go)
+	return ok && op == OpCertRevoke
 }
 
 // checkRevocations refuses a snapshot whose deny-list is inconsistent.

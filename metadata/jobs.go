@@ -424,11 +424,8 @@ func (e *extState) checkJobs() error {
 
 // AffectsJobs reports whether a log entry's command can change what the
 // scheduler or the workers must do (job, allocation and worker ops), by
-// its op byte alone, without decoding it.
+// its op alone (an ACL fence's inner op), without decoding it.
 func AffectsJobs(entry []byte) bool {
-	if len(entry) < 2 || !isCommandFormat(entry[0]) {
-		return false
-	}
-	op := Op(entry[1]).Base()
-	return (op >= OpWorkerRegister && op < 30) || (op >= OpJobRegister && op < 60)
+	op, ok := entryOp(entry) // through an ACL fence (acl_fence.go)
+	return ok && ((op >= OpWorkerRegister && op < 30) || (op >= OpJobRegister && op < 60))
 }
