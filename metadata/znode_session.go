@@ -15,8 +15,8 @@ import (
 // rule, decided at apply, so every replica decides it at the same log
 // position:
 //
-//   - OpZNodeBindSession, proposed when a session resumes on a connection,
-//     makes that connection the session's owner (Lease.ZKConn);
+//   - OpZNodeBindSession, proposed when sessions resume on connections,
+//     makes each connection its session's owner (Lease.ZKConn);
 //   - OpZNodeFrom wraps a znode write with the connection it came from, and
 //     is refused if the session's owner is now another connection.
 //
@@ -24,9 +24,10 @@ import (
 // replica too old to know them stops applying ("needs a newer corral")
 // instead of deciding differently (docs/ENCODING.md).
 const (
-	// OpZNodeBindSession makes a connection the owner of a ZooKeeper
-	// session (ZNodeBind). Err is ErrZNodeSessionExpired if the session
-	// is gone or the secret hash differs.
+	// OpZNodeBindSession makes connections the owners of ZooKeeper
+	// sessions (ZNodeBinds: many resumes in one entry, as a reconnect
+	// storm brings them). Out is a []bool: false where the session is
+	// gone or the secret hash differs.
 	OpZNodeBindSession Op = 87
 	// OpZNodeFrom wraps a znode write (OpZNodeWrite, OpZNodeSetACL or
 	// OpZNodeMulti) with its ZNodeOrigin (binary, NewZNodeFromCommand).
@@ -41,7 +42,7 @@ var (
 	ErrZNodeSessionMoved = errors.New("session moved to another connection")
 )
 
-// ZNodeBind is the payload of OpZNodeBindSession. SecretHash must equal
+// ZNodeBind is one resume of OpZNodeBindSession. SecretHash must equal
 // the session's (Lease.SecretHash), so knowing a session id is not enough
 // to take it over.
 type ZNodeBind struct {
@@ -49,6 +50,14 @@ type ZNodeBind struct {
 	Conn       uint64 `json:"conn"`
 	SecretHash string `json:"secret_hash"`
 }
+
+// ZNodeBinds is the payload of OpZNodeBindSession, applied in order.
+type ZNodeBinds struct {
+	Binds []ZNodeBind `json:"binds"`
+}
+
+// MaxZNodeBinds bounds the binds of one entry.
+const MaxZNodeBinds = 10000
 
 // ZNodeOrigin names where a znode write came from: a session and the
 // connection serving it (a random id, unique across controllers).
@@ -58,19 +67,28 @@ type ZNodeOrigin struct {
 }
 
 func (s *State) applyZNodeBindSession(c *Command) Result {
-	var p ZNodeBind
+	var p ZNodeBinds
 	if err := decodePayload(c, &p); err != nil {
 		return s.invalid("%v", err)
 	}
-	if p.Conn == 0 {
-		return s.invalid("bind session %#x: conn must not be 0", p.Session)
+	if len(p.Binds) == 0 || len(p.Binds) > MaxZNodeBinds {
+		return s.invalid("bind sessions: want 1 to %d binds, got %d", MaxZNodeBinds, len(p.Binds))
 	}
-	l := s.ext.Leases[p.Session]
-	if l == nil || l.SecretHash == "" || l.SecretHash != p.SecretHash {
-		return Result{Revision: s.revision, Err: fmt.Errorf("bind session %#x: %w", p.Session, ErrZNodeSessionExpired)}
+	for _, b := range p.Binds {
+		if b.Conn == 0 {
+			return s.invalid("bind session %#x: conn must not be 0", b.Session)
+		}
 	}
-	l.ZKConn = p.Conn
-	return Result{Revision: s.revision}
+	bound := make([]bool, len(p.Binds))
+	for i, b := range p.Binds {
+		l := s.ext.Leases[b.Session]
+		if l == nil || l.SecretHash == "" || l.SecretHash != b.SecretHash {
+			continue // expired, or not this session's secret
+		}
+		l.ZKConn = b.Conn
+		bound[i] = true
+	}
+	return Result{Revision: s.revision, Out: bound}
 }
 
 // zfromInner lists the ops OpZNodeFrom may wrap.

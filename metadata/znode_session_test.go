@@ -42,7 +42,9 @@ func TestZNodeSessionMoved(t *testing.T) {
 	require.NoError(t, set(oldConn, "a").Err)
 	require.NoError(t, set(newConn, "b").Err)
 
-	require.NoError(t, a.apply(zcmd(t, OpZNodeBindSession, ZNodeBind{Session: 1, Conn: 22, SecretHash: h})).Err)
+	res := a.apply(zcmd(t, OpZNodeBindSession, ZNodeBinds{Binds: []ZNodeBind{{Session: 1, Conn: 22, SecretHash: h}}}))
+	require.NoError(t, res.Err)
+	require.Equal(t, []bool{true}, res.Out)
 	l, _ := a.s.Lease(1)
 	require.Equal(t, uint64(22), l.ZKConn)
 
@@ -81,26 +83,36 @@ func TestZNodeSessionMoved(t *testing.T) {
 }
 
 // A bind needs the session's secret hash: a wrong one, a session without
-// one (a plain lease) or a gone session is refused and changes nothing.
+// one (a plain lease) or a gone session binds nothing, and the binds of
+// one entry are decided one by one. A bind without a connection, or an
+// entry without binds or with too many, is refused whole.
 func TestZNodeBindSessionRefusals(t *testing.T) {
 	a := newApplier(t)
 	h := strings.Repeat("ab", 32)
 	require.NoError(t, a.apply(zcmd(t, OpLeaseGrant, LeaseGrantPayload{TTLMS: 5000, SecretHash: h})).Err)
 	require.NoError(t, a.apply(zcmd(t, OpLeaseGrant, LeaseGrantPayload{TTLMS: 5000})).Err)
-	for name, p := range map[string]ZNodeBind{
-		"wrong hash": {Session: 1, Conn: 5, SecretHash: strings.Repeat("cd", 32)},
-		"no hash":    {Session: 2, Conn: 5},
-		"gone":       {Session: 9, Conn: 5, SecretHash: h},
+	res := a.apply(zcmd(t, OpZNodeBindSession, ZNodeBinds{Binds: []ZNodeBind{
+		{Session: 1, Conn: 5, SecretHash: strings.Repeat("cd", 32)}, // wrong hash
+		{Session: 2, Conn: 5},                // no hash
+		{Session: 9, Conn: 5, SecretHash: h}, // gone
+		{Session: 1, Conn: 6, SecretHash: h}, // bound
+	}}))
+	require.NoError(t, res.Err)
+	require.Equal(t, []bool{false, false, false, true}, res.Out)
+	l1, _ := a.s.Lease(1)
+	l2, _ := a.s.Lease(2)
+	require.Equal(t, uint64(6), l1.ZKConn)
+	require.Zero(t, l2.ZKConn)
+
+	for name, p := range map[string]ZNodeBinds{
+		"conn 0":   {Binds: []ZNodeBind{{Session: 1, Conn: 7, SecretHash: h}, {Session: 1, SecretHash: h}}},
+		"none":     {},
+		"too many": {Binds: make([]ZNodeBind, MaxZNodeBinds+1)},
 	} {
-		require.ErrorIs(t, a.apply(zcmd(t, OpZNodeBindSession, p)).Err, ErrZNodeSessionExpired, name)
+		require.ErrorIs(t, a.apply(zcmd(t, OpZNodeBindSession, p)).Err, ErrInvalid, name)
 	}
-	require.ErrorIs(t, a.apply(zcmd(t, OpZNodeBindSession, ZNodeBind{Session: 1, SecretHash: h})).Err, ErrInvalid)
-	b := newApplier(t)
-	require.NoError(t, b.apply(zcmd(t, OpLeaseGrant, LeaseGrantPayload{TTLMS: 5000, SecretHash: h})).Err)
-	require.NoError(t, b.apply(zcmd(t, OpLeaseGrant, LeaseGrantPayload{TTLMS: 5000})).Err)
-	// The same state as one that saw only the grants (at the same index).
-	_, _ = b.s.Apply(a.index, nil)
-	require.Equal(t, mustSnapshot(t, b.s), mustSnapshot(t, a.s))
+	l1, _ = a.s.Lease(1)
+	require.Equal(t, uint64(6), l1.ZKConn, "refused whole: the good bind beside a bad one did not apply")
 }
 
 // Malformed wrappers are refused as bad commands; what may be wrapped is
@@ -146,7 +158,7 @@ func FuzzZNodeFrom(f *testing.F) {
 		// Applying it never panics, bound session or not.
 		s := New()
 		_, _ = s.Apply(1, zcmd(t, OpLeaseGrant, LeaseGrantPayload{TTLMS: 5000, SecretHash: strings.Repeat("ab", 32)}).Marshal())
-		_, _ = s.Apply(2, zcmd(t, OpZNodeBindSession, ZNodeBind{Session: 1, Conn: 7, SecretHash: strings.Repeat("ab", 32)}).Marshal())
+		_, _ = s.Apply(2, zcmd(t, OpZNodeBindSession, ZNodeBinds{Binds: []ZNodeBind{{Session: 1, Conn: 7, SecretHash: strings.Repeat("ab", 32)}}}).Marshal())
 		_, _ = s.Apply(3, (&Command{Op: OpZNodeFrom, Value: p}).Marshal())
 	})
 }

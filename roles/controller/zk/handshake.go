@@ -156,19 +156,15 @@ func (c *conn) resumeSession(req *jute.ConnectRequest, resp *jute.ConnectRespons
 		return nil
 	}
 	ctx, cancel := c.srv.timeoutCtx(catchUpWait)
-	res, err := c.srv.proposePayload(ctx, metadata.OpZNodeBindSession, metadata.ZNodeBind{
-		Session: l.ID, Conn: c.owner, SecretHash: l.SecretHash})
+	bound, err := c.bindSession(ctx, metadata.ZNodeBind{Session: l.ID, Conn: c.owner, SecretHash: l.SecretHash})
 	cancel()
 	if err != nil {
 		c.srv.met.refused.WithLabelValues("resume_not_caught_up").Inc()
 		return fmt.Errorf("resume session %s: bind not committed: %w", hexID(req.SessionID), err)
 	}
-	if errors.Is(res.Err, metadata.ErrZNodeSessionExpired) {
+	if !bound { // expired meanwhile
 		c.sessionGone(req, resp, false)
 		return nil
-	}
-	if res.Err != nil {
-		return fmt.Errorf("resume session %s: bind: %w", hexID(req.SessionID), res.Err)
 	}
 	resp.TimeOut = int32(l.TTLMS)
 	resp.SessionID = l.ID

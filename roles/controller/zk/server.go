@@ -143,7 +143,9 @@ type Server struct {
 	// event could overtake the reply.
 	beforeReply atomic.Pointer[func(jute.Request)]
 
-	quit   chan struct{}
+	quit chan struct{}
+	// binds queue the resumes waiting for their bind (binder.go).
+	binds  chan bindReq
 	ctx    context.Context // canceled by Close
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -170,6 +172,7 @@ func New(cfg Config, b Backend) (*Server, error) {
 		sessions:  map[int64]map[*conn]struct{}{},
 		listeners: map[net.Listener]struct{}{},
 		quit:      make(chan struct{}),
+		binds:     make(chan bindReq, maxQueuedBinds),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.firedCond = sync.NewCond(&s.firedMu)
@@ -178,9 +181,10 @@ func New(cfg Config, b Backend) (*Server, error) {
 	if s.met, err = newMetrics(cfg.Registerer); err != nil {
 		return nil, err
 	}
-	s.wg.Add(2)
+	s.wg.Add(3)
 	go s.keepAliveLoop()
 	go s.reapLoop()
+	go s.bindLoop()
 	return s, nil
 }
 

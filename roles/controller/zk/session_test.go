@@ -387,3 +387,49 @@ func TestWatchEventComesBeforeTheReplyShowingTheChange(t *testing.T) {
 		require.Equal(t, jute.EventNodeDataChanged, r.events[0].Type)
 	}
 }
+
+// TestResumesShareBindEntries: resumes that wait while a bind is being
+// committed go into one entry together (a reconnect storm after a
+// controller dies would otherwise write one entry per session).
+func TestResumesShareBindEntries(t *testing.T) {
+	b := newFakeBackend()
+	s := startServer(t, b, Config{})
+	const n = 20
+	olds := make([]*rawClient, n)
+	for i := range olds {
+		olds[i] = openRaw(t, s.Addr().String())
+	}
+	start := b.AppliedIndex()
+	b.mu.Lock() // the log stalls: the first binds wait, the others queue
+	var unlock sync.Once
+	t.Cleanup(func() { unlock.Do(b.mu.Unlock) }) // before the server closes
+	resumed := make(chan int64, n)
+	for _, o := range olds {
+		go func() {
+			r := dialRaw(t, s.Addr().String())
+			r.write(jute.AppendFrame(nil, &jute.ConnectRequest{SessionID: o.sid, Passwd: o.pw, TimeOut: 4000}))
+			body, err := r.fr.ReadFrame()
+			if err != nil {
+				resumed <- 0
+				return
+			}
+			var resp jute.ConnectResponse
+			if jute.Decode(body, &resp) != nil {
+				resumed <- 0
+				return
+			}
+			resumed <- resp.SessionID
+		}()
+	}
+	require.Eventually(t, func() bool { return len(s.binds) >= n/2 }, 10*time.Second, time.Millisecond)
+	unlock.Do(b.mu.Unlock)
+	for range n {
+		require.NotZero(t, <-resumed)
+	}
+	require.LessOrEqual(t, b.AppliedIndex()-start, uint64(n/2),
+		"the binds that queued behind the first entry share the next one")
+	for _, o := range olds {
+		l, _ := b.st.Lease(o.sid)
+		require.NotZero(t, l.ZKConn)
+	}
+}
