@@ -17,6 +17,11 @@
 //
 // puts corral's ZooKeeper port beside ZooKeeper (zkperf.go), and
 //
+//	compare zkresume -first H:P -others H:P,H:P -pid PID -sessions 2000
+//
+// opens sessions on one server, kills it and times their resumes on the
+// others (zkresume.go), and
+//
 //	compare restart -keys 1000000 -trials 3 -corral URLS -etcd H:P,... -zk H:P,...
 //
 // loads N keys, reports memory per key and times a restart of all three
@@ -63,6 +68,13 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "zk" {
 		if err := runZKPerf(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "compare zk:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "zkresume" {
+		if err := runZKResume(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "compare zkresume:", err)
 			os.Exit(1)
 		}
 		return
