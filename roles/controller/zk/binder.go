@@ -15,9 +15,14 @@ import (
 // (docs/PERFORMANCE.md). The binder puts the binds that wait while one
 // entry is in flight into the next one, as a group commit does.
 
-// maxQueuedBinds bounds the resumes waiting for their bind; past it a
-// resume is refused and its client tries another controller.
-const maxQueuedBinds = 10000
+const (
+	// maxQueuedBinds bounds the resumes waiting for their bind; past it a
+	// resume is refused and its client tries another controller.
+	maxQueuedBinds = 10000
+	// maxBindsPerEntry keeps an entry of binds near 100 KiB, well inside
+	// raft's 1 MiB per message.
+	maxBindsPerEntry = 1000
+)
 
 // bindReq is one resume waiting for its bind.
 type bindReq struct {
@@ -65,7 +70,7 @@ func (s *Server) bindLoop() {
 			batch = append(batch, r)
 		}
 	more:
-		for len(batch) < metadata.MaxZNodeBinds {
+		for len(batch) < maxBindsPerEntry {
 			select {
 			case r := <-s.binds:
 				batch = append(batch, r)
