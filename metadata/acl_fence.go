@@ -152,6 +152,16 @@ func WithoutACLFence(ctx context.Context) context.Context {
 	return context.WithValue(ctx, aclFenceKey{}, noFence{})
 }
 
+// Fence returns cmd wrapped with the ACL revision ctx carries
+// (WithACLFence), or cmd itself when ctx carries none: what a proposer
+// does with every command it proposes for a request.
+func Fence(ctx context.Context, cmd *Command) (*Command, error) {
+	if rev, ok := ACLFence(ctx); ok {
+		return NewACLFencedCommand(rev, cmd)
+	}
+	return cmd, nil
+}
+
 // ACLFence returns the revision WithACLFence put in ctx, ok false if none.
 func ACLFence(ctx context.Context) (rev uint64, ok bool) {
 	rev, ok = ctx.Value(aclFenceKey{}).(uint64)

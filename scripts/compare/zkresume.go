@@ -79,6 +79,9 @@ func runZKResume(args []string) error {
 	durs := make([]time.Duration, 0, *n)
 	var expired atomic.Int64
 	conns := make([]*zk.Conn, *n)
+	// measured marks the sessions on -first when it is killed: only their
+	// resumes count.
+	measured := make([]atomic.Bool, *n)
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 64)
 	errs := make(chan error, *n)
@@ -94,7 +97,7 @@ func runZKResume(args []string) error {
 				switch ev.State {
 				case zk.StateHasSession:
 					once.Do(func() { close(has) })
-					if k := killedAt.Load(); k != 0 {
+					if k := killedAt.Load(); k != 0 && measured[i].Load() {
 						resumed.Do(func() {
 							mu.Lock()
 							durs = append(durs, time.Since(time.Unix(0, k)))
@@ -133,8 +136,9 @@ func runZKResume(args []string) error {
 	// A session the first server did not take (it refused or was slow, and
 	// the client moved on) is not measured: the kill does not touch it.
 	onFirst := 0
-	for _, c := range conns {
+	for i, c := range conns {
 		if c.Server() == *first {
+			measured[i].Store(true)
 			onFirst++
 		}
 	}
@@ -155,10 +159,7 @@ func runZKResume(args []string) error {
 	mu.Lock()
 	got := slices.Clone(durs)
 	mu.Unlock()
-	// Sessions elsewhere may lose nothing yet report a new session state:
-	// only the first onFirst resumes count.
 	slices.Sort(got)
-	got = got[:min(len(got), onFirst)]
 	q := func(p float64) float64 {
 		if len(got) == 0 {
 			return 0

@@ -120,12 +120,9 @@ func (s *fakeStore) Propose(ctx context.Context, cmd *metadata.Command) (metadat
 		hook()
 	}
 	// As the replica does: a request judged at an ACL revision is fenced.
-	if rev, ok := metadata.ACLFence(ctx); ok {
-		fenced, err := metadata.NewACLFencedCommand(rev, cmd)
-		if err != nil {
-			return metadata.Result{}, err
-		}
-		cmd = fenced
+	cmd, err := metadata.Fence(ctx, cmd)
+	if err != nil {
+		return metadata.Result{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

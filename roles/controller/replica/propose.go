@@ -147,12 +147,9 @@ func (b *broadcast) fire() {
 // the ACLs changed before it applied, and the error wraps
 // metadata.ErrACLChanged.
 func (c *Replica) Propose(ctx context.Context, cmd *metadata.Command) (metadata.Result, error) {
-	if rev, ok := metadata.ACLFence(ctx); ok {
-		fenced, err := metadata.NewACLFencedCommand(rev, cmd)
-		if err != nil {
-			return metadata.Result{}, err
-		}
-		cmd = fenced
+	cmd, err := metadata.Fence(ctx, cmd)
+	if err != nil {
+		return metadata.Result{}, err
 	}
 	res, err := c.propose(ctx, cmd)
 	if err == nil {

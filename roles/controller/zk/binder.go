@@ -39,9 +39,9 @@ type bindAns struct {
 
 var errBindQueueFull = errors.New("too many resumes waiting for their bind")
 
-// bindSession binds sid to this connection through the binder and
-// reports whether the session was bound (false: expired, or not its
-// password).
+// bindSession commits b (its session bound to this connection) through
+// the binder and reports whether the session was bound (false: expired,
+// or not its password).
 func (c *conn) bindSession(ctx context.Context, b metadata.ZNodeBind) (bool, error) {
 	req := bindReq{bind: b, done: make(chan bindAns, 1)}
 	select {
