@@ -47,6 +47,43 @@ func procCPU(pid int) (int64, error) {
 	return u + s, nil
 }
 
+// serversSwitches is how many times the threads of the processes pids
+// have been switched off their CPU so far, voluntarily (to wait: a futex,
+// a socket, a timer) or not, from /proc/PID/task/*/status. Threads that
+// have exited are not counted; neither Go nor a JVM ends its threads
+// during a run. A process that is gone or unreadable counts 0.
+func serversSwitches(pids []int) int64 {
+	var total int64
+	for _, pid := range pids {
+		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		if err != nil {
+			continue
+		}
+		for _, t := range tasks {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", pid, t.Name()))
+			if err != nil {
+				continue // the thread ended meanwhile
+			}
+			total += ctxtSwitches(string(b))
+		}
+	}
+	return total
+}
+
+// ctxtSwitches adds up a status file's voluntary_ctxt_switches and
+// nonvoluntary_ctxt_switches.
+func ctxtSwitches(status string) int64 {
+	var n int64
+	for _, line := range strings.Split(status, "\n") {
+		name, val, ok := strings.Cut(line, ":")
+		if ok && (name == "voluntary_ctxt_switches" || name == "nonvoluntary_ctxt_switches") {
+			v, _ := strconv.ParseInt(strings.TrimSpace(val), 10, 64)
+			n += v
+		}
+	}
+	return n
+}
+
 // selfCPU is the CPU time this process has used so far.
 func selfCPU() time.Duration {
 	var ru syscall.Rusage

@@ -30,3 +30,24 @@ func TestServersCPUCountsThisProcess(t *testing.T) {
 		t.Error("a pid that does not exist counts CPU")
 	}
 }
+
+func TestCtxtSwitches(t *testing.T) {
+	status := "Name:\tx\nvoluntary_ctxt_switches:\t120\nnonvoluntary_ctxt_switches:\t7\nvoluntary_ctxt_switches_x:\t1000\n"
+	if got := ctxtSwitches(status); got != 127 {
+		t.Fatalf("ctxtSwitches = %d, want 127", got)
+	}
+	if got := ctxtSwitches("garbage"); got != 0 {
+		t.Fatalf("ctxtSwitches(garbage) = %d, want 0", got)
+	}
+}
+
+func TestServersSwitchesCountsThisProcess(t *testing.T) {
+	// A Go test binary has parked and woken its threads long before this
+	// line: its count cannot be zero.
+	if got := serversSwitches([]int{os.Getpid()}); got <= 0 {
+		t.Fatalf("serversSwitches(self) = %d, want > 0", got)
+	}
+	if got := serversSwitches([]int{1 << 30}); got != 0 {
+		t.Fatalf("a pid that does not exist counts %d switches", got)
+	}
+}

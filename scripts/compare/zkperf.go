@@ -68,7 +68,22 @@ type opRun struct {
 	MaxMS   float64     `json:"max_ms"`
 	LoadAvg string      `json:"loadavg"`
 	Quiet   quietResult `json:"quiet"` // the machine just before the run
-	lat     []time.Duration
+	// The system's servers over the run (each endpoint's listening
+	// process): CPU time (user + system) and context switches of all
+	// their threads, in total; per op they are what a write or a read
+	// costs the cluster.
+	ServerPIDs     []int   `json:"server_pids,omitempty"`
+	ServerCPUMS    float64 `json:"server_cpu_ms"`
+	ServerSwitches int64   `json:"server_switches"`
+	lat            []time.Duration
+}
+
+// perOp divides a run's server totals by its ops (0 without ops).
+func (r *opRun) perOp() (cpuMS, switches float64) {
+	if r.Ops == 0 {
+		return 0, 0
+	}
+	return r.ServerCPUMS / float64(r.Ops), float64(r.ServerSwitches) / float64(r.Ops)
 }
 
 type nodeUsage struct {
@@ -201,8 +216,9 @@ func runZKPerf(args []string) error {
 						if err != nil {
 							return fmt.Errorf("%s %s clients=%d: %w", s.Name, op, c, err)
 						}
-						fmt.Printf("round-%d %-6s %-7s clients=%-4d ops=%-7d errors=%-4d ops/s=%-8.1f p50=%-7.2fms p99=%-7.2fms max=%.2fms before: %s\n",
-							r, s.Name, op, c, run.Ops, run.Errors, run.OpsPerS, run.P50MS, run.P99MS, run.MaxMS, run.Quiet)
+						cpuOp, swOp := run.perOp()
+						fmt.Printf("round-%d %-6s %-7s clients=%-4d ops=%-7d errors=%-4d ops/s=%-8.1f p50=%-7.2fms p99=%-7.2fms max=%.2fms cpu/op=%.3fms switches/op=%.1f before: %s\n",
+							r, s.Name, op, c, run.Ops, run.Errors, run.OpsPerS, run.P50MS, run.P99MS, run.MaxMS, cpuOp, swOp, run.Quiet)
 						out.Runs = append(out.Runs, run)
 					}
 				}
@@ -219,6 +235,7 @@ func runZKPerf(args []string) error {
 	fmt.Printf("# uptime at end: %s\n\n", out.UptimeB)
 	if !cfg.skipLoad {
 		printOpTable(os.Stdout, cfg, out.Runs)
+		printCostTable(os.Stdout, cfg, out.Runs)
 	}
 	if cfg.sessions > 0 {
 		printSessionTable(os.Stdout, out.Sessions)
@@ -265,6 +282,8 @@ func runOp(s zkSystem, op string, c, round int, cfg zkPerfConfig) (*opRun, error
 	value := []byte(strings.Repeat("v", cfg.valueSize))
 	prefix := fmt.Sprintf("/bench/c%d-%s-r%d-", time.Now().UnixNano(), op, round)
 	quiet := cfg.quiet.wait()
+	pids := serverPIDs(s.Endpoints)
+	cpu0, sw0 := serversCPU(pids), serversSwitches(pids)
 	var (
 		mu      sync.Mutex
 		lat     []time.Duration
@@ -315,12 +334,27 @@ func runOp(s zkSystem, op string, c, round int, cfg zkPerfConfig) (*opRun, error
 		})
 	}
 	wg.Wait()
+	cpu, sw := serversCPU(pids)-cpu0, serversSwitches(pids)-sw0
 	elapsed := cfg.duration
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	run := &opRun{System: s.Name, Op: op, Clients: c, Round: round, Ops: len(lat), Errors: errs, FirstEr: firstEr,
 		Seconds: elapsed.Seconds(), OpsPerS: float64(len(lat)) / elapsed.Seconds(),
-		P50MS: ms(pctOf(lat, 0.50)), P99MS: ms(pctOf(lat, 0.99)), MaxMS: ms(pctOf(lat, 1)), LoadAvg: loadAvg(), Quiet: quiet, lat: lat}
+		P50MS: ms(pctOf(lat, 0.50)), P99MS: ms(pctOf(lat, 0.99)), MaxMS: ms(pctOf(lat, 1)), LoadAvg: loadAvg(), Quiet: quiet,
+		ServerPIDs: pids, ServerCPUMS: ms(cpu), ServerSwitches: sw, lat: lat}
 	return run, nil
+}
+
+// serverPIDs finds the process behind each endpoint on this machine; an
+// endpoint whose process cannot be found (another machine) is left out,
+// and the run then reports only the servers it found.
+func serverPIDs(endpoints []string) []int {
+	var pids []int
+	for _, ep := range endpoints {
+		if pid, err := listenerPID(ep); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 // pctOf is the p-quantile of sorted (p = 1: the maximum).
@@ -367,6 +401,43 @@ func printOpTable(w io.Writer, cfg zkPerfConfig, runs []*opRun) {
 				errs = append(errs, fmt.Sprintf("%s %d", s.Name, e))
 			}
 			fmt.Fprintf(w, " %s |\n", strings.Join(errs, ", "))
+		}
+	}
+	fmt.Fprintln(w)
+}
+
+// printCostTable prints what each op cost the servers, pooled over the
+// rounds: their CPU time and context switches over all runs of the op,
+// divided by all its ops.
+func printCostTable(w io.Writer, cfg zkPerfConfig, runs []*opRun) {
+	fmt.Fprintln(w, "servers' cost per op, pooled (the three servers' CPU time and context switches over the runs ÷ their ops)")
+	fmt.Fprintln(w)
+	fmt.Fprint(w, "| op | clients |")
+	for _, s := range cfg.systems {
+		fmt.Fprintf(w, " %s CPU ms/op | %s switches/op |", s.Name, s.Name)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprint(w, "|---|---:|")
+	for range cfg.systems {
+		fmt.Fprint(w, "---:|---:|")
+	}
+	fmt.Fprintln(w)
+	for _, op := range cfg.ops {
+		for _, c := range cfg.clients {
+			fmt.Fprintf(w, "| %s | %d |", op, c)
+			for _, s := range cfg.systems {
+				pooled := opRun{}
+				for _, r := range runs {
+					if r.System == s.Name && r.Op == op && r.Clients == c {
+						pooled.Ops += r.Ops
+						pooled.ServerCPUMS += r.ServerCPUMS
+						pooled.ServerSwitches += r.ServerSwitches
+					}
+				}
+				cpu, sw := pooled.perOp()
+				fmt.Fprintf(w, " %.3f | %.1f |", cpu, sw)
+			}
+			fmt.Fprintln(w)
 		}
 	}
 	fmt.Fprintln(w)

@@ -26,3 +26,22 @@ func TestZKResumeRefusesBadFlags(t *testing.T) {
 		}
 	}
 }
+
+// The cost table pools the rounds: totals over totals, not a mean of
+// per-run ratios.
+func TestPrintCostTablePools(t *testing.T) {
+	cfg := zkPerfConfig{systems: []zkSystem{{Name: "corral"}}, ops: []string{"setData"}, clients: []int{16}}
+	runs := []*opRun{
+		{System: "corral", Op: "setData", Clients: 16, Ops: 1000, ServerCPUMS: 500, ServerSwitches: 10000},
+		{System: "corral", Op: "setData", Clients: 16, Ops: 3000, ServerCPUMS: 900, ServerSwitches: 30000},
+		{System: "corral", Op: "setData", Clients: 1, Ops: 10, ServerCPUMS: 1000, ServerSwitches: 1},
+	}
+	var b strings.Builder
+	printCostTable(&b, cfg, runs)
+	if want := "| setData | 16 | 0.350 | 10.0 |"; !strings.Contains(b.String(), want) {
+		t.Fatalf("want the row %q in:\n%s", want, b.String())
+	}
+	if cpu, sw := (&opRun{}).perOp(); cpu != 0 || sw != 0 {
+		t.Fatalf("a run without ops costs %v ms and %v switches per op", cpu, sw)
+	}
+}
