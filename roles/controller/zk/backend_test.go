@@ -2,6 +2,7 @@ package zk
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -31,6 +32,9 @@ type fakeBackend struct {
 	proposeErr atomic.Pointer[error]
 	keepAlives atomic.Int64
 	barriers   atomic.Int64 // LinearizableRead calls
+	// bindsProposing counts the binds in OpZNodeBindSession proposals
+	// that have not returned yet (stalled behind mu, say).
+	bindsProposing atomic.Int64
 }
 
 func newFakeBackend() *fakeBackend {
@@ -97,6 +101,14 @@ func (b *fakeBackend) ProposePayload(ctx context.Context, op metadata.Op, payloa
 func (b *fakeBackend) Propose(ctx context.Context, cmd *metadata.Command) (metadata.Result, error) {
 	if p := b.proposeErr.Load(); p != nil {
 		return metadata.Result{}, *p
+	}
+	if cmd.Op == metadata.OpZNodeBindSession {
+		var bs metadata.ZNodeBinds
+		if err := json.Unmarshal(cmd.Value, &bs); err == nil {
+			n := int64(len(bs.Binds))
+			b.bindsProposing.Add(n)
+			defer b.bindsProposing.Add(-n)
+		}
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
