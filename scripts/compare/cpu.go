@@ -50,8 +50,9 @@ func procCPU(pid int) (int64, error) {
 // serversSwitches is how many times the threads of the processes pids
 // have been switched off their CPU so far, voluntarily (to wait: a futex,
 // a socket, a timer) or not, from /proc/PID/task/*/status. Threads that
-// have exited are not counted; neither Go nor a JVM ends its threads
-// during a run. A process that is gone or unreadable counts 0.
+// exit between two readings take their counts with them, so a server
+// that ends threads during a run is undercounted (Go keeps its threads).
+// A process that is gone or unreadable counts 0.
 func serversSwitches(pids []int) int64 {
 	var total int64
 	for _, pid := range pids {

@@ -71,7 +71,7 @@ type opRun struct {
 	// The system's servers over the run (each endpoint's listening
 	// process): CPU time (user + system) and context switches of all
 	// their threads, in total; per op they are what a write or a read
-	// costs the cluster.
+	// costs those servers.
 	ServerPIDs     []int   `json:"server_pids,omitempty"`
 	ServerCPUMS    float64 `json:"server_cpu_ms"`
 	ServerSwitches int64   `json:"server_switches"`
@@ -410,7 +410,7 @@ func printOpTable(w io.Writer, cfg zkPerfConfig, runs []*opRun) {
 // rounds: their CPU time and context switches over all runs of the op,
 // divided by all its ops.
 func printCostTable(w io.Writer, cfg zkPerfConfig, runs []*opRun) {
-	fmt.Fprintln(w, "servers' cost per op, pooled (the three servers' CPU time and context switches over the runs ÷ their ops)")
+	fmt.Fprintln(w, "servers' cost per op, pooled (the CPU time and context switches of the servers behind the endpoints, over the runs ÷ their ops)")
 	fmt.Fprintln(w)
 	fmt.Fprint(w, "| op | clients |")
 	for _, s := range cfg.systems {

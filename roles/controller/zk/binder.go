@@ -24,6 +24,10 @@ const (
 	maxBindsPerEntry = 1000
 )
 
+// An entry of more binds than metadata.MaxZNodeBinds is refused whole at
+// apply: this fails to compile if maxBindsPerEntry ever exceeds it.
+var _ [metadata.MaxZNodeBinds - maxBindsPerEntry]struct{}
+
 // bindReq is one resume waiting for its bind.
 type bindReq struct {
 	bind metadata.ZNodeBind
