@@ -3,6 +3,7 @@ package integration
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -70,19 +71,34 @@ func TestFailover_FifteenLeaderFailuresCostTheWorkersNothing(t *testing.T) {
 		slices.Sort(l)
 		return l
 	}
-	faults := []struct {
+	type fault struct {
 		name       string
 		fail, undo func(id uint64)
 		holdFor    time.Duration
-	}{
+	}
+	faults := []fault{
 		{name: "kill -9", fail: c.kill, undo: c.start},
 		{name: "SIGSTOP", holdFor: 10 * time.Second,
 			fail: func(id uint64) { require.NoError(t, c.nodes[id].cmd.Process.Signal(syscall.SIGSTOP)) },
 			undo: func(id uint64) { require.NoError(t, c.nodes[id].cmd.Process.Signal(syscall.SIGCONT)) }},
 		{name: "partition", fail: func(id uint64) { fab.cut(hosts[id]) }, undo: func(id uint64) { fab.heal(hosts[id]) }},
 	}
+	// To repeat one kind of fault many times (reproducing a rare failure):
+	// CORRAL_FAILOVER_FAULTS=partition CORRAL_FAILOVER_ROUNDS=30, and
+	// CORRAL_FAILOVER_KEEP=DIR to keep the controllers' and workers' logs.
+	if only := os.Getenv("CORRAL_FAILOVER_FAULTS"); only != "" {
+		faults = slices.DeleteFunc(faults, func(f fault) bool { return !strings.Contains(","+only+",", ","+f.name+",") })
+		require.NotEmpty(t, faults, "CORRAL_FAILOVER_FAULTS names none of kill -9, SIGSTOP, partition")
+	}
+	rounds := 5
+	if r, err := strconv.Atoi(os.Getenv("CORRAL_FAILOVER_ROUNDS")); err == nil && r > 0 {
+		rounds = r
+	}
+	if keep := os.Getenv("CORRAL_FAILOVER_KEEP"); keep != "" {
+		t.Cleanup(func() { _ = exec.Command("cp", "-r", c.dir, keep).Run() })
+	}
 	for _, f := range faults {
-		for round := 1; round <= 5; round++ {
+		for round := 1; round <= rounds; round++ {
 			lead := c.waitLeader(60*time.Second, live()...)
 			failedAt := time.Now()
 			f.fail(lead)

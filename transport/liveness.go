@@ -217,7 +217,7 @@ func (p *peer) watchLiveness() {
 			w, err := dialLiveness(p.ctx, p.currentAddr(), conf)
 			if err != nil {
 				sleepCtx(p.ctx, backoff)
-				backoff = min(2*backoff, maxBackoff)
+				backoff = nextBackoff(backoff)
 				continue
 			}
 			cur, backoff = w, minBackoff

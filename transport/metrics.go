@@ -30,6 +30,7 @@ type metrics struct {
 	snapsSent   prometheus.Counter
 	snapsFailed prometheus.Counter
 	peerDeaths  prometheus.Counter
+	unanswered  prometheus.Counter
 	udp         *udpSocketCollector
 }
 
@@ -69,6 +70,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "corral_transport_peer_deaths_detected_total",
 			Help: "Peer processes seen to end on the liveness link: the connection closed and the redial was refused or met a new incarnation.",
 		}),
+		unanswered: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "corral_transport_peer_unanswered_total",
+			Help: "Outbound peer connections closed and dialed again because nothing came back for 2s after a write.",
+		}),
 	}
 	m.udp = newUDPSocketCollector("corral_transport_")
 	// Pre-create the reject series so dashboards see zeros.
@@ -95,6 +100,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.snapsSent = reg1(m.snapsSent).(prometheus.Counter)
 	m.snapsFailed = reg1(m.snapsFailed).(prometheus.Counter)
 	m.peerDeaths = reg1(m.peerDeaths).(prometheus.Counter)
+	m.unanswered = reg1(m.unanswered).(prometheus.Counter)
 	m.udp = reg1(m.udp).(*udpSocketCollector)
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("register transport metrics: %w", err)

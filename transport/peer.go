@@ -185,11 +185,14 @@ func (p *peer) run() {
 		p.dropQueued()
 		if actx.Err() == nil { // not an address change: back off
 			p.waitDropping(actx, jitter(backoff))
-			backoff = min(backoff*2, maxBackoff)
+			backoff = nextBackoff(backoff)
 		}
 		cancel()
 	}
 }
+
+// nextBackoff doubles the wait between dials, up to maxBackoff.
+func nextBackoff(d time.Duration) time.Duration { return min(2*d, maxBackoff) }
 
 // jitter spreads reconnects over [d/2, d) so a restarted node is not hit by
 // all peers at the same instant.
@@ -289,18 +292,23 @@ func (p *peer) serve(ctx context.Context, conn *quic.Conn) error {
 	}
 	p.setConnected(conn)
 	p.q.log.Debug("connected to peer", "peer", p.id, "addr", conn.RemoteAddr())
-	tick := time.NewTicker(statsInterval)
+	tick := time.NewTicker(checkInterval)
 	defer tick.Stop()
 	var batch []byte
 	var types []raftpb.MessageType
+	var answers answerWatch
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-conn.Context().Done():
 			return fmt.Errorf("connection closed: %w", context.Cause(conn.Context()))
-		case <-tick.C:
+		case now := <-tick.C:
 			p.updateRTT(conn)
+			if d := answers.unanswered(now, conn.ConnectionStats().PacketsReceived); d >= unansweredAfter {
+				p.q.met.unanswered.Inc()
+				return fmt.Errorf("%w: nothing received for %s after a write", errUnanswered, d.Round(time.Millisecond))
+			}
 		case m := <-p.snapc:
 			p.snapWG.Go(func() { p.sendSnapshot(ctx, conn, m) })
 		case m := <-p.msgc:
@@ -324,11 +332,47 @@ func (p *peer) serve(ctx context.Context, conn *quic.Conn) error {
 				p.q.met.sent.WithLabelValues(t.String()).Inc()
 			}
 			p.touch()
+			answers.wrote(time.Now(), conn)
 			if cap(batch) > 4*maxBatchBytes {
 				batch = nil // don't pin a buffer grown by one huge message
 			}
 		}
 	}
+}
+
+// errUnanswered ends a connection whose writes drew no packet back for
+// unansweredAfter.
+var errUnanswered = errors.New("peer connection unanswered")
+
+// answerWatch tells how long the oldest write on a connection has gone
+// without any packet received after it (unansweredAfter says why that
+// matters). A packet that answers an earlier write counts as an answer
+// too; that can only delay the verdict by one more write, never make a
+// working connection look dead.
+type answerWatch struct {
+	since time.Time // the oldest write not followed by a received packet; zero if none
+	recv  uint64    // packets the connection had received at that write
+}
+
+// wrote records a write at now; conn is read only when no earlier write
+// is still waiting.
+func (w *answerWatch) wrote(now time.Time, conn interface{ ConnectionStats() quic.ConnectionStats }) {
+	if w.since.IsZero() {
+		w.since, w.recv = now, conn.ConnectionStats().PacketsReceived
+	}
+}
+
+// unanswered returns how long the oldest write has waited, given the
+// connection's count of received packets now; 0 once anything came back.
+func (w *answerWatch) unanswered(now time.Time, received uint64) time.Duration {
+	if w.since.IsZero() {
+		return 0
+	}
+	if received != w.recv {
+		w.since = time.Time{}
+		return 0
+	}
+	return now.Sub(w.since)
 }
 
 // sendSnapshot sends one MsgSnap on its own bidirectional stream and waits for

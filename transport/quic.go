@@ -28,7 +28,7 @@ const (
 	queueSize        = 4096 // per-peer message queue (etcd uses 4096 too)
 	snapQueueSize    = 4    // raft sends one snapshot per follower at a time
 	minBackoff       = 100 * time.Millisecond
-	maxBackoff       = 5 * time.Second
+	maxBackoff       = time.Second     // see below
 	stableConn       = 2 * time.Second // a connection that lived this long resets the backoff
 	dialTimeout      = 5 * time.Second
 	handshakeTimeout = 3 * time.Second
@@ -36,9 +36,32 @@ const (
 	keepAlive        = 2 * time.Second
 	writeTimeout     = 5 * time.Second
 	headerTimeout    = 5 * time.Second
-	statsInterval    = time.Second
+	checkInterval    = 250 * time.Millisecond
 	maxBatchBytes    = 256 << 10
 )
+
+// maxBackoff caps the wait between dials of a peer. A controller cut off
+// the network fails every dial at once ("network is unreachable"), so
+// the wait doubles to its cap within a second or two of a partition; the
+// cap is then how late it can reach its peers after the network heals.
+// At 5 s, a leader that failed within seconds of another controller's
+// partition healing left the two survivors unable to elect for up to 4.4 s
+// (each one's pre-votes waited for the healed one's next dial), and the
+// workers, whose self-fence comes 6 s after their last acknowledgement,
+// fenced themselves (docs/PERFORMANCE.md, "A healed controller reachable
+// again within a second"). A controller has a handful of peers, so a
+// dial a second costs nothing; etcd's peers redial every 100 ms.
+
+// unansweredAfter is how long a peer connection may go without receiving
+// a single packet after a write before it is closed and dialed again.
+// QUIC acknowledges every write within its ack delay (25 ms), so silence
+// this long means the packets go nowhere: a path that drops them, or a
+// peer that lost the connection (a controller whose interface went down
+// closes all its connections) and whose stateless reset can only come
+// after this side's next retransmission, which QUIC's backoff puts
+// seconds away after a partition of seconds. Without this the connection
+// would wait for the idle timeout (6 s) or that retransmission.
+const unansweredAfter = 2 * time.Second
 
 // ackEvery is how many packets a controller receives before it
 // acknowledges them at once (QUIC's default is 2; a gap, and 25 ms, still
