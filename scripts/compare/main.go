@@ -58,6 +58,20 @@ type writer interface {
 }
 
 func main() {
+	if mode := os.Getenv(hopServeEnv); mode != "" {
+		if err := hopServe(mode); err != nil {
+			fmt.Fprintln(os.Stderr, "compare hop server:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "hop" {
+		if err := runHop(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "compare hop:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) > 1 && os.Args[1] == "failover" {
 		if err := runFailover(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "compare failover:", err)
