@@ -112,35 +112,57 @@ func (q *QUIC) serveRaftConn(conn *quic.Conn) {
 	wg.Wait()
 }
 
+// inLink is the connection a stream arrived on, as reading its header
+// and messages needs it: QUIC (quicLink) or TCP (tcpLink, raft_tcp.go).
+type inLink interface {
+	remote() string
+	// gone reports whether the connection or the transport closed, so
+	// that a failed read is not the peer's fault.
+	gone() bool
+	// refuse closes the whole connection with code and reason.
+	refuse(code quic.ApplicationErrorCode, reason string)
+}
+
+type quicLink struct {
+	q    *QUIC
+	conn *quic.Conn
+}
+
+func (l quicLink) remote() string { return l.conn.RemoteAddr().String() }
+func (l quicLink) gone() bool     { return l.conn.Context().Err() != nil || l.q.ctx.Err() != nil }
+func (l quicLink) refuse(code quic.ApplicationErrorCode, reason string) {
+	_ = l.conn.CloseWithError(code, reason)
+}
+
 // readStreamHeader reads and checks a stream header; on failure the whole
 // connection is refused (a peer speaking garbage, for another node than its
 // certificate names, or for another cluster is not a peer) and the
 // rejection is counted.
-func (q *QUIC) readStreamHeader(conn *quic.Conn, certNode uint64, r io.Reader, kind byte) (streamHeader, bool) {
+func (q *QUIC) readStreamHeader(l inLink, certNode uint64, r io.Reader, kind byte) (streamHeader, bool) {
 	hdr, err := readHeader(r)
 	if err == nil && hdr.kind != kind {
 		err = errors.New("unexpected stream kind")
 	}
 	if err != nil {
-		if conn.Context().Err() != nil || q.ctx.Err() != nil {
+		if l.gone() {
 			return hdr, false // connection went away; not the peer's fault
 		}
 		q.met.rejected.WithLabelValues(RejectBadHeader).Inc()
-		q.log.Warn("refusing peer: bad stream header", "remote", conn.RemoteAddr(), "err", err)
-		_ = conn.CloseWithError(errCodeBadHeader, "bad stream header")
+		q.log.Warn("refusing peer: bad stream header", "remote", l.remote(), "err", err)
+		l.refuse(errCodeBadHeader, "bad stream header")
 		return hdr, false
 	}
 	if hdr.from != certNode {
 		q.onReject(fmt.Errorf("%w: stream from %s claims node %d, its certificate names node %d",
-			ErrWrongPeerID, conn.RemoteAddr(), hdr.from, certNode))
-		_ = conn.CloseWithError(errCodeBadHeader, "stream header names another node than the certificate")
+			ErrWrongPeerID, l.remote(), hdr.from, certNode))
+		l.refuse(errCodeBadHeader, "stream header names another node than the certificate")
 		return hdr, false
 	}
 	if local := q.clusterID(); local != "" && hdr.clusterID != "" && local != hdr.clusterID {
 		q.met.rejected.WithLabelValues(RejectClusterID).Inc()
-		q.log.Warn("refusing peer from another cluster", "peer", hdr.from, "remote", conn.RemoteAddr(),
+		q.log.Warn("refusing peer from another cluster", "peer", hdr.from, "remote", l.remote(),
 			"their_cluster_id", hdr.clusterID, "our_cluster_id", local)
-		_ = conn.CloseWithError(errCodeClusterMismatch, "cluster id mismatch")
+		l.refuse(errCodeClusterMismatch, "cluster id mismatch")
 		return hdr, false
 	}
 	return hdr, true
@@ -160,22 +182,33 @@ func (q *QUIC) checkMessage(hdr streamHeader, m *raftpb.Message) bool {
 
 func (q *QUIC) readMessages(conn *quic.Conn, certNode uint64, s *quic.ReceiveStream) {
 	_ = s.SetReadDeadline(time.Now().Add(headerTimeout))
-	br := bufio.NewReaderSize(s, 64<<10)
-	hdr, ok := q.readStreamHeader(conn, certNode, br, streamKindMessages)
+	q.readMessageStream(quicLink{q, conn}, certNode, s, func() { _ = s.SetReadDeadline(time.Time{}) },
+		func() { s.CancelRead(errCodeBadFrame) })
+}
+
+// readMessageStream reads a message stream's header from r, then its
+// messages until the stream ends, handing each to raft. open is called
+// once the header is accepted (to lift the header's read deadline), stop
+// when the stream must end on the peer's fault.
+func (q *QUIC) readMessageStream(l inLink, certNode uint64, r io.Reader, open, stop func()) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	hdr, ok := q.readStreamHeader(l, certNode, br, streamKindMessages)
 	if !ok {
-		s.CancelRead(errCodeBadFrame)
+		stop()
 		return
 	}
-	// No read deadline from here on: raft heartbeats keep the stream busy
-	// and QUIC's idle timeout detects a dead peer.
-	_ = s.SetReadDeadline(time.Time{})
+	// No read deadline from here on: raft heartbeats keep a leader's
+	// stream busy, a follower's may stay quiet for as long as nothing
+	// changes, and the connection's own liveness (QUIC's idle timeout,
+	// TCP's keep-alives) detects a dead peer.
+	open()
 	var buf []byte
 	for {
 		frame, err := readFrame(br, maxMessageFrame, buf)
 		if err != nil {
-			if !errors.Is(err, io.EOF) && conn.Context().Err() == nil && q.ctx.Err() == nil {
+			if !errors.Is(err, io.EOF) && !l.gone() {
 				q.log.Warn("closing message stream from peer", "peer", hdr.from, "err", err)
-				s.CancelRead(errCodeBadFrame)
+				stop()
 			}
 			return
 		}
@@ -185,7 +218,7 @@ func (q *QUIC) readMessages(conn *quic.Conn, certNode uint64, s *quic.ReceiveStr
 		m, err := decodeMessage(frame)
 		if err != nil {
 			q.log.Warn("closing message stream from peer", "peer", hdr.from, "err", err)
-			s.CancelRead(errCodeBadFrame)
+			stop()
 			return
 		}
 		if !q.checkMessage(hdr, m) {
@@ -215,7 +248,7 @@ func (q *QUIC) deliver(from uint64, m *raftpb.Message) error {
 func (q *QUIC) readSnapshot(conn *quic.Conn, certNode uint64, s *quic.Stream) {
 	_ = s.SetReadDeadline(time.Now().Add(headerTimeout))
 	br := bufio.NewReaderSize(s, 64<<10)
-	hdr, ok := q.readStreamHeader(conn, certNode, br, streamKindSnapshot)
+	hdr, ok := q.readStreamHeader(quicLink{q, conn}, certNode, br, streamKindSnapshot)
 	if !ok {
 		s.CancelRead(errCodeBadFrame)
 		s.CancelWrite(errCodeBadFrame)

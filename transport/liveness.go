@@ -40,8 +40,10 @@ const (
 	// incarnationLen is the size of the random id a controller's process
 	// sends on every liveness connection.
 	incarnationLen = 16
-	// maxLivenessConns bounds the open inbound liveness connections: each
-	// peer holds one, and the rest are refused until some close.
+	// maxLivenessConns bounds the open inbound connections of the TCP
+	// listener: each peer holds two (the liveness link and its raft
+	// message stream, raft_tcp.go), and the rest are refused until some
+	// close.
 	maxLivenessConns = 64
 	// livenessDialTimeout bounds a dial and handshake of the link; the
 	// confirming redial after a closed connection uses it too.
@@ -70,6 +72,10 @@ type livenessServer struct {
 	mu       sync.Mutex
 	conns    map[net.Conn]struct{}
 	accepted int // connections taken in, for tests
+
+	// onRaft serves a peer's raft message stream, the other protocol on
+	// this listener (raft_tcp.go); set before serve runs.
+	onRaft func(*tls.Conn)
 }
 
 // newLivenessServer listens on TCP at addr (the QUIC socket's address).
@@ -142,6 +148,11 @@ func (s *livenessServer) handle(c net.Conn) {
 	tc := tls.Server(c, s.conf)
 	_ = tc.SetDeadline(time.Now().Add(handshakeTimeout))
 	if err := tc.Handshake(); err != nil {
+		return
+	}
+	if tc.ConnectionState().NegotiatedProtocol == ALPNRaftTCP && s.onRaft != nil {
+		_ = tc.SetDeadline(time.Time{})
+		s.onRaft(tc) // raft_tcp.go
 		return
 	}
 	if _, err := tc.Write(s.incarnation[:]); err != nil {

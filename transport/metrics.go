@@ -31,6 +31,7 @@ type metrics struct {
 	snapsFailed prometheus.Counter
 	peerDeaths  prometheus.Counter
 	unanswered  prometheus.Counter
+	tcpFallback prometheus.Counter
 	udp         *udpSocketCollector
 }
 
@@ -74,6 +75,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "corral_transport_peer_unanswered_total",
 			Help: "Outbound peer connections closed and dialed again because nothing came back for 2s after a write.",
 		}),
+		tcpFallback: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "corral_transport_peer_tcp_fallbacks_total",
+			Help: "Peer connections whose raft messages went over QUIC because the TCP message stream could not be opened.",
+		}),
 	}
 	m.udp = newUDPSocketCollector("corral_transport_")
 	// Pre-create the reject series so dashboards see zeros.
@@ -101,6 +106,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.snapsFailed = reg1(m.snapsFailed).(prometheus.Counter)
 	m.peerDeaths = reg1(m.peerDeaths).(prometheus.Counter)
 	m.unanswered = reg1(m.unanswered).(prometheus.Counter)
+	m.tcpFallback = reg1(m.tcpFallback).(prometheus.Counter)
 	m.udp = reg1(m.udp).(*udpSocketCollector)
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("register transport metrics: %w", err)

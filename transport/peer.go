@@ -40,6 +40,8 @@ type peer struct {
 	connected     bool
 	lastContact   time.Time
 	rtt           time.Duration
+	tcp           bool      // messages go over TCP (raft_tcp.go), not QUIC
+	tcpRetry      time.Time // TCP failed: messages stay on QUIC until then
 }
 
 func newPeer(q *QUIC, id uint64, addr string) *peer {
@@ -153,7 +155,14 @@ func (p *peer) updateRTT(c *quic.Conn) {
 func (p *peer) status() PeerStatus {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return PeerStatus{Connected: p.connected, LastContact: p.lastContact, RTT: p.rtt}
+	return PeerStatus{Connected: p.connected, LastContact: p.lastContact, RTT: p.rtt, MessagesOverTCP: p.connected && p.tcp}
+}
+
+// setLink records which way the messages go now.
+func (p *peer) setLink(tcp bool) {
+	p.mu.Lock()
+	p.tcp = tcp
+	p.mu.Unlock()
 }
 
 func (p *peer) run() {
@@ -232,7 +241,7 @@ func (p *peer) connectAndServe(ctx context.Context, addr string) (established bo
 	_ = conn.CloseWithError(errCodeReconnect, "closing")
 	p.snapWG.Wait()
 	var appErr *quic.ApplicationError
-	if errors.As(err, &appErr) && appErr.Remote && appErr.ErrorCode == errCodeClusterMismatch {
+	if errors.Is(err, errTCPClusterMismatch) || errors.As(err, &appErr) && appErr.Remote && appErr.ErrorCode == errCodeClusterMismatch {
 		return false, fmt.Errorf("peer refused us: cluster id mismatch (ours %q): %w", p.q.clusterID(), err)
 	}
 	return true, err
@@ -273,15 +282,66 @@ func resolveUDP(ctx context.Context, addr string) (*net.UDPAddr, error) {
 	return net.UDPAddrFromAddrPort(netip.AddrPortFrom(ips[0].Unmap(), uint16(pn))), nil
 }
 
-// serve writes queued messages on one long-lived stream until an error, an
-// address change or shutdown.
-func (p *peer) serve(ctx context.Context, conn *quic.Conn) error {
+// msgWriter is where a peer's messages are written: a TCP connection or a
+// QUIC stream.
+type msgWriter interface {
+	io.Writer
+	SetWriteDeadline(time.Time) error
+}
+
+// openMessages opens the message stream: over TCP when the peer offers
+// it and it has not failed in the last tcpRetryAfter, else on conn.
+// dead, for TCP, reports the stream's end; closeW closes it.
+func (p *peer) openMessages(ctx context.Context, conn *quic.Conn) (w msgWriter, dead <-chan error, closeW func(), err error) {
+	if tc := p.tryTCP(ctx, conn); tc != nil {
+		return tc, watchTCPAsync(tc), func() { _ = tc.Close() }, nil
+	}
 	octx, cancel := context.WithTimeout(ctx, dialTimeout)
 	s, err := conn.OpenUniStreamSync(octx)
 	cancel()
 	if err != nil {
-		return fmt.Errorf("open message stream: %w", err)
+		return nil, nil, nil, fmt.Errorf("open message stream: %w", err)
 	}
+	return s, nil, func() { _ = s.Close() }, nil
+}
+
+// tryTCP dials the TCP message stream unless TCP failed recently; nil
+// means QUIC.
+func (p *peer) tryTCP(ctx context.Context, conn *quic.Conn) *tls.Conn {
+	p.mu.Lock()
+	skip := time.Now().Before(p.tcpRetry)
+	p.mu.Unlock()
+	if skip {
+		return nil
+	}
+	tc, err := p.dialTCP(ctx, conn.RemoteAddr().String())
+	if err != nil {
+		p.mu.Lock()
+		p.tcpRetry = time.Now().Add(tcpRetryAfter)
+		p.mu.Unlock()
+		if ctx.Err() == nil {
+			p.q.met.tcpFallback.Inc()
+			p.q.log.Info("raft messages to peer over QUIC: no TCP link", "peer", p.id, "addr", conn.RemoteAddr(), "err", err)
+		}
+		return nil
+	}
+	return tc
+}
+
+func watchTCPAsync(tc *tls.Conn) <-chan error {
+	dead := make(chan error, 1)
+	go func() { dead <- watchTCP(tc) }()
+	return dead
+}
+
+// serve writes queued messages on one long-lived stream until an error, an
+// address change or shutdown.
+func (p *peer) serve(ctx context.Context, conn *quic.Conn) error {
+	s, dead, closeS, err := p.openMessages(ctx, conn)
+	if err != nil {
+		return err
+	}
+	defer closeS()
 	hdr, err := streamHeader{kind: streamKindMessages, from: p.q.cfg.NodeID, clusterID: p.q.clusterID()}.marshal()
 	if err != nil {
 		return err
@@ -291,7 +351,8 @@ func (p *peer) serve(ctx context.Context, conn *quic.Conn) error {
 		return fmt.Errorf("write stream header: %w", err)
 	}
 	p.setConnected(conn)
-	p.q.log.Debug("connected to peer", "peer", p.id, "addr", conn.RemoteAddr())
+	p.setLink(dead != nil)
+	p.q.log.Debug("connected to peer", "peer", p.id, "addr", conn.RemoteAddr(), "tcp", dead != nil)
 	tick := time.NewTicker(checkInterval)
 	defer tick.Stop()
 	var batch []byte
@@ -303,9 +364,12 @@ func (p *peer) serve(ctx context.Context, conn *quic.Conn) error {
 			return ctx.Err()
 		case <-conn.Context().Done():
 			return fmt.Errorf("connection closed: %w", context.Cause(conn.Context()))
+		case err := <-dead:
+			return err
 		case now := <-tick.C:
 			p.updateRTT(conn)
-			if d := answers.unanswered(now, conn.ConnectionStats().PacketsReceived); d >= unansweredAfter {
+			// Over TCP the kernel watches for answers (setTCPUserTimeout).
+			if d := answers.unanswered(now, conn.ConnectionStats().PacketsReceived); dead == nil && d >= unansweredAfter {
 				p.q.met.unanswered.Inc()
 				return fmt.Errorf("%w: nothing received for %s after a write", errUnanswered, d.Round(time.Millisecond))
 			}
@@ -332,7 +396,9 @@ func (p *peer) serve(ctx context.Context, conn *quic.Conn) error {
 				p.q.met.sent.WithLabelValues(t.String()).Inc()
 			}
 			p.touch()
-			answers.wrote(time.Now(), conn)
+			if dead == nil {
+				answers.wrote(time.Now(), conn)
+			}
 			if cap(batch) > 4*maxBatchBytes {
 				batch = nil // don't pin a buffer grown by one huge message
 			}

@@ -234,10 +234,12 @@ func NewQUIC(cfg QUICConfig) (*QUIC, error) {
 	// The liveness link (liveness.go) on TCP at the same address: without
 	// it this controller's peers still notice its death, by their election
 	// timeout, so a port in use is a warning, not a failure.
-	q.live, err = newLivenessServer(q.udp.LocalAddr().String(), cfg.TLS.serverConfigCounting(q.onReject, ALPNLiveness))
+	q.live, err = newLivenessServer(q.udp.LocalAddr().String(), cfg.TLS.serverConfigCounting(q.onReject, ALPNLiveness, ALPNRaftTCP))
 	if err != nil {
 		q.log.Warn("liveness listener not started: peers will notice this controller's death by their election timeout only; free TCP on the cluster port to fix",
 			"addr", q.udp.LocalAddr().String(), "err", err)
+	} else {
+		q.live.onRaft = q.serveRaftTCP
 	}
 	return q, nil
 }

@@ -133,18 +133,26 @@ func mustParse(t *testing.T, b *TLSBundle) *x509.Certificate {
 	return chains[0][len(chains[0])-1]
 }
 
+// A message stream from another cluster is refused, over TCP and, when
+// the peer has no TCP listener, over QUIC.
 func TestQUICClusterIDMismatchRefused(t *testing.T) {
 	t.Parallel()
-	bs := clusterBundles(t, 2)
-	a := startNode(t, 1, bs[0], "", "cluster-a")
-	b := startNode(t, 2, bs[1], "", "cluster-b")
-	a.q.AddPeer(2, b.q.Addr().String())
-	require.Eventually(t, func() bool {
-		a.q.Send([]*raftpb.Message{msg(raftpb.MsgHeartbeat, 1, 2, 0)})
-		return testutil.ToFloat64(b.q.met.rejected.WithLabelValues(RejectClusterID)) > 0
-	}, waitFor, 50*time.Millisecond)
-	require.Eventually(t, func() bool { return a.h.unreachableCount(2) > 0 }, waitFor, 10*time.Millisecond)
-	require.Empty(t, b.h.received())
+	for _, tcp := range []bool{true, false} {
+		bs := clusterBundles(t, 2)
+		a := startNode(t, 1, bs[0], "", "cluster-a")
+		b := startNode(t, 2, bs[1], "", "cluster-b")
+		if !tcp {
+			b.q.live.close()
+		}
+		a.q.AddPeer(2, b.q.Addr().String())
+		require.Eventually(t, func() bool {
+			a.q.Send([]*raftpb.Message{msg(raftpb.MsgHeartbeat, 1, 2, 0)})
+			return testutil.ToFloat64(b.q.met.rejected.WithLabelValues(RejectClusterID)) > 0
+		}, waitFor, 50*time.Millisecond, "tcp=%v", tcp)
+		require.Eventually(t, func() bool { return a.h.unreachableCount(2) > 0 }, waitFor, 10*time.Millisecond)
+		require.Empty(t, b.h.received())
+		require.Equal(t, !tcp, testutil.ToFloat64(a.q.met.tcpFallback) > 0, "tcp=%v", tcp)
+	}
 }
 
 // restartPeer exercises reconnection after the receiver goes away, either

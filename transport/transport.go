@@ -45,6 +45,9 @@ type PeerStatus struct {
 	// RTT is the smoothed round-trip time of the outbound connection (0 if
 	// unknown).
 	RTT time.Duration
+	// MessagesOverTCP is true while raft messages go to the peer over
+	// TCP, false while they go over QUIC (raft_tcp.go).
+	MessagesOverTCP bool
 }
 
 // Transport moves raft messages between nodes.
