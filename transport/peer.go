@@ -368,8 +368,10 @@ func (p *peer) serve(ctx context.Context, conn *quic.Conn) error {
 			return err
 		case now := <-tick.C:
 			p.updateRTT(conn)
-			// Over TCP the kernel watches for answers (setTCPUserTimeout).
-			if d := answers.unanswered(now, conn.ConnectionStats().PacketsReceived); dead == nil && d >= unansweredAfter {
+			if dead != nil {
+				continue // over TCP the kernel watches for answers (setTCPUserTimeout)
+			}
+			if d := answers.unanswered(now, conn.ConnectionStats().PacketsReceived); d >= unansweredAfter {
 				p.q.met.unanswered.Inc()
 				return fmt.Errorf("%w: nothing received for %s after a write", errUnanswered, d.Round(time.Millisecond))
 			}

@@ -47,7 +47,7 @@ const (
 )
 
 // errTCPClusterMismatch is a TCP message stream the peer refused because
-// it belongs to another cluster (refuseByte on the TCP link).
+// it belongs to another cluster (tcpLink.refuse sent that reason).
 var errTCPClusterMismatch = errors.New("peer refused the message stream: cluster id mismatch")
 
 // tcpLink is the inLink of a message stream that arrived over TCP.
