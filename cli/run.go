@@ -15,6 +15,7 @@ import (
 
 	"github.com/corral-dev/corral/roles"
 	"github.com/corral-dev/corral/roles/gcpace"
+	"github.com/corral-dev/corral/roles/procpace"
 )
 
 func runCommand() *cli.Command {
@@ -74,6 +75,8 @@ func runCommand() *cli.Command {
 				Usage: "garbage the Go heap may hold above its live data before a collection: GOGC is lowered (down to 25) once the state is larger than this, so resident memory stays near the state's size; 0 leaves the runtime's pacing alone, and a GOGC environment variable overrides it (docs/OPERATIONS.md \"Memory\")"},
 			&cli.BoolFlag{Name: "gc-release-when-quiet", Value: true, EnvVars: envVars("gc-release-when-quiet"),
 				Usage: "with --gc-headroom-bytes: once writes stop (a second that allocated under 1/64 of the garbage held, at least half the headroom of it), collect and return the free memory to the system at once instead of holding it until the next collection (docs/OPERATIONS.md \"Memory\")"},
+			&cli.BoolFlag{Name: "pace-procs", Value: true, EnvVars: envVars("pace-procs"),
+				Usage: "run the controller's goroutines on one processor (GOMAXPROCS=1) while it is lightly loaded and on all of them once it is busy: on shared cores fewer thread wake-ups per write; a GOMAXPROCS environment variable overrides it (docs/OPERATIONS.md \"Processors\")"},
 			&cli.Int64Flag{Name: "quota-bytes", Value: 2 << 30, EnvVars: envVars("quota-bytes"),
 				Usage: "storage quota in bytes (as etcd's --quota-backend-bytes): past it, writes that add data get 507 no_space; reads and deletes work (docs/OPERATIONS.md)"},
 			&cli.IntFlag{Name: "max-leases", Value: 100000, EnvVars: envVars("max-leases"),
@@ -239,6 +242,9 @@ func runAction(c *cli.Context) error {
 	if headroom > 0 && gcpace.Wanted(os.Getenv) {
 		go gcpace.Run(ctx, gcpace.Config{Headroom: uint64(headroom), NoRelease: !c.Bool("gc-release-when-quiet"),
 			Logger: cfg.Logger})
+	}
+	if c.Bool("pace-procs") && procpace.Wanted(os.Getenv) {
+		go procpace.Run(ctx, procpace.Config{Logger: cfg.Logger})
 	}
 	reload, stopHangups := hangupReloads()
 	defer stopHangups()

@@ -1,0 +1,255 @@
+// Package procpace sets how many processors (GOMAXPROCS) a controller's
+// goroutines run on from how busy the process is.
+//
+// With more than one P, every time a goroutine wakes another while a P is
+// idle, the runtime wakes a second OS thread to look for work, and after
+// each idle stretch its monitor thread polls every 20 µs for a
+// millisecond. A controller under light load goes idle and busy again
+// several times per write (the network, raft, the disk, the apply, the
+// reply), so most of those wake-ups find nothing to do, and on shared
+// cores (a virtual machine, or three controllers on one host) they take
+// CPU from the processes that have work. With one P a woken goroutine
+// runs on the thread that woke it. Measured on 2 shared cores with three
+// controllers (docs/PERFORMANCE.md, "One processor while the load is
+// light"): one ZooKeeper client's writes faster on one P, with a third
+// fewer context switches per write; at 128 clients one P lengthens the
+// tail, because goroutines then queue for it.
+//
+// So the pacer runs the process on one P while it is lightly loaded and
+// on all of them (the GOMAXPROCS the runtime chose at start: the host's
+// cores or the container's CPU limit) once it is not. A period raises it
+// at once when the process used Up cores or more (most of one P's time),
+// or when its goroutines waited for a P DelayUp or longer on average (the
+// runtime's scheduling latencies: work queues); it goes back to one P
+// after DownPeriods periods in a row below both Down and DelayDown. The
+// lower bounds are below the upper ones, and a process needs less CPU on
+// one P than on more for the same work, so the two do not chase each
+// other.
+//
+// An operator's GOMAXPROCS environment variable wins: the pacer is not
+// started (see Wanted).
+package procpace
+
+import (
+	"context"
+	"log/slog"
+	"math"
+	"os"
+	"runtime"
+	"runtime/metrics"
+	"syscall"
+	"time"
+)
+
+// Defaults, from the measurements in the package doc.
+const (
+	// DefaultInterval is the period measured: short enough that a burst
+	// of load gets its Ps within a tenth of a second.
+	DefaultInterval = 100 * time.Millisecond
+	// DefaultUp is the CPU, in cores, at which one P becomes all of them:
+	// the one P was busy 85 % of the period.
+	DefaultUp = 0.85
+	// DefaultDelayUp is the mean scheduling latency at which one P
+	// becomes all of them. One client's writes measured 20-45 µs on one P,
+	// 128 clients' 200-470 µs (on one P or two: the cores were shared).
+	DefaultDelayUp = 150 * time.Microsecond
+	// DefaultDown and DefaultDelayDown are what a period must stay under,
+	// DefaultDownPeriods times in a row (one second), to go back to one P.
+	DefaultDown        = 0.7
+	DefaultDelayDown   = 75 * time.Microsecond
+	DefaultDownPeriods = 10
+	// MinEvents is the sampled scheduling events a period needs for its
+	// mean latency to count: an idle process's few wake-ups say nothing.
+	MinEvents = 20
+)
+
+// Sample is what the process has used so far.
+type Sample struct {
+	// CPU is the process's user and system CPU time.
+	CPU time.Duration
+	// Wait is the scheduling latency summed over Events sampled events
+	// (runtime/metrics /sched/latencies:seconds, which samples some of
+	// the goroutines' transitions from runnable to running).
+	Wait   time.Duration
+	Events uint64
+}
+
+// Config configures Run. Zero fields take the defaults.
+type Config struct {
+	// Max is the Ps when busy (default: runtime.GOMAXPROCS(0) at start).
+	Max int
+	// Interval is the period measured.
+	Interval time.Duration
+	// Up and Down are thresholds in cores, DelayUp and DelayDown in mean
+	// scheduling latency; DownPeriods is the periods in a row under both
+	// lower ones before one P.
+	Up, Down           float64
+	DelayUp, DelayDown time.Duration
+	DownPeriods        int
+	// Read samples the process (default: getrusage and runtime/metrics).
+	// Now is the clock (default time.Now).
+	Read func() Sample
+	Now  func() time.Time
+	// Set sets GOMAXPROCS and returns the previous value (default:
+	// runtime.GOMAXPROCS).
+	Set func(int) int
+	// Tick delivers the periods (default: a time.Ticker of Interval);
+	// tests drive it by hand.
+	Tick   <-chan time.Time
+	Logger *slog.Logger
+}
+
+// Wanted reports whether the pacer should run: not when the operator set
+// GOMAXPROCS, whose value then stands as given, and not on one core.
+func Wanted(getenv func(string) string) bool {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	return getenv("GOMAXPROCS") == "" && runtime.GOMAXPROCS(0) > 1
+}
+
+// load is one period's measure.
+type load struct {
+	cores float64       // CPU used over wall time
+	delay time.Duration // mean scheduling latency; 0 with too few events
+}
+
+// governor decides the Ps from one period at a time.
+type governor struct {
+	cfg   Config
+	procs int
+	low   int // periods in a row under both lower bounds
+}
+
+// next returns the Ps for the period after one with load l.
+func (g *governor) next(l load) int {
+	busy := l.cores >= g.cfg.Up || l.delay >= g.cfg.DelayUp
+	light := l.cores < g.cfg.Down && l.delay < g.cfg.DelayDown
+	switch {
+	case g.procs == 1 && busy:
+		g.procs, g.low = g.cfg.Max, 0
+	case g.procs > 1 && light:
+		g.low++
+		if g.low >= g.cfg.DownPeriods {
+			g.procs, g.low = 1, 0
+		}
+	default:
+		g.low = 0
+	}
+	return g.procs
+}
+
+// measure is the load between two samples taken wall apart.
+func measure(prev, cur Sample, wall time.Duration) load {
+	l := load{cores: float64(cur.CPU-prev.CPU) / float64(wall)}
+	if n := cur.Events - prev.Events; n >= MinEvents && cur.Wait >= prev.Wait {
+		l.delay = (cur.Wait - prev.Wait) / time.Duration(n)
+	}
+	return l
+}
+
+// Run sets GOMAXPROCS from every period's load until ctx ends, then puts
+// back the value it found. It starts on all Ps: a controller starting up
+// restores its state, which wants them.
+func Run(ctx context.Context, cfg Config) {
+	cfg = cfg.withDefaults()
+	tick := cfg.Tick
+	if tick == nil {
+		t := time.NewTicker(cfg.Interval)
+		defer t.Stop()
+		tick = t.C
+	}
+	original := cfg.Set(cfg.Max)
+	defer cfg.Set(original)
+	g := governor{cfg: cfg, procs: cfg.Max}
+	last, lastAt := cfg.Read(), cfg.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick:
+		}
+		cur, at := cfg.Read(), cfg.Now()
+		wall := at.Sub(lastAt)
+		if wall <= 0 {
+			continue
+		}
+		l := measure(last, cur, wall)
+		last, lastAt = cur, at
+		prev := g.procs
+		if p := g.next(l); p != prev {
+			cfg.Set(p)
+			cfg.Logger.Debug("gomaxprocs changed", "procs", p, "was", prev, "cpu_cores", l.cores,
+				"sched_delay", l.delay)
+		}
+	}
+}
+
+func (c Config) withDefaults() Config {
+	if c.Max <= 0 {
+		c.Max = runtime.GOMAXPROCS(0)
+	}
+	if c.Interval <= 0 {
+		c.Interval = DefaultInterval
+	}
+	if c.Up <= 0 {
+		c.Up = DefaultUp
+	}
+	if c.Down <= 0 || c.Down > c.Up {
+		c.Down = min(DefaultDown, c.Up)
+	}
+	if c.DelayUp <= 0 {
+		c.DelayUp = DefaultDelayUp
+	}
+	if c.DelayDown <= 0 || c.DelayDown > c.DelayUp {
+		c.DelayDown = min(DefaultDelayDown, c.DelayUp)
+	}
+	if c.DownPeriods <= 0 {
+		c.DownPeriods = DefaultDownPeriods
+	}
+	if c.Read == nil {
+		c.Read = readProcess
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Set == nil {
+		c.Set = runtime.GOMAXPROCS
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// readProcess samples the process's CPU time (getrusage) and the
+// runtime's scheduling latencies.
+func readProcess() Sample {
+	var s Sample
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
+		s.CPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	m := []metrics.Sample{{Name: "/sched/latencies:seconds"}}
+	metrics.Read(m)
+	if m[0].Value.Kind() != metrics.KindFloat64Histogram {
+		return s
+	}
+	h := m[0].Value.Float64Histogram()
+	var sum float64
+	for i, c := range h.Counts {
+		// Each event counts at its bucket's middle; the open-ended
+		// buckets at their finite edge.
+		lo, hi := h.Buckets[i], h.Buckets[i+1]
+		if math.IsInf(lo, -1) {
+			lo = 0
+		}
+		if math.IsInf(hi, 1) {
+			hi = lo
+		}
+		sum += float64(c) * (lo + hi) / 2
+		s.Events += c
+	}
+	s.Wait = time.Duration(sum * float64(time.Second))
+	return s
+}
