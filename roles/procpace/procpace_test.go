@@ -165,7 +165,8 @@ func TestRunSetsTheProcsAndPutsThemBack(t *testing.T) {
 }
 
 func TestReadProcessSeesCPUAndScheduling(t *testing.T) {
-	before := readProcess()
+	r := newProcessReader()
+	before := r.read()
 	deadline := time.Now().Add(10 * time.Second)
 	var after Sample
 	for {
@@ -181,7 +182,7 @@ func TestReadProcessSeesCPUAndScheduling(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		after = readProcess()
+		after = r.read()
 		if after.CPU > before.CPU && after.Events > before.Events || time.Now().After(deadline) {
 			break
 		}
