@@ -50,31 +50,42 @@ func sortedZNodes(nodes map[string]*ZNode) []pathNode {
 // encodeZNodes writes nodes in path order, so equal trees give equal
 // bytes. nodes is a copy of the state's map; the nodes themselves are
 // never changed once stored. The output is sized first: growing it by
-// appends copied the whole section several times over.
+// appends copied the whole section several times over. A snapshot streams
+// the same bytes instead (SnapshotCut.WriteTo, through appendZNodeRecord).
 func encodeZNodes(nodes map[string]*ZNode) []byte {
 	sorted := sortedZNodes(nodes)
+	b := make([]byte, 0, zNodesLen(sorted))
+	b = binary.AppendUvarint(b, uint64(len(sorted)))
+	for _, e := range sorted {
+		b = appendZNodeRecord(b, e.path, e.n)
+	}
+	return b
+}
+
+// zNodesLen is the length of the znode section's encoding of sorted.
+func zNodesLen(sorted []pathNode) int {
 	size := uvarintLen(uint64(len(sorted)))
 	for _, e := range sorted {
 		size += znodeRecordLen(e.path, e.n)
 	}
-	b := make([]byte, 0, size)
-	b = binary.AppendUvarint(b, uint64(len(sorted)))
-	for _, e := range sorted {
-		n := e.n
-		b = appendLenString(b, e.path)
-		var flags byte
-		if n.Data == nil {
-			flags |= znodeFlagNilData
-		}
-		if n.Container {
-			flags |= znodeFlagContainer
-		}
-		b = append(b, flags)
-		b = appendLenBytes(b, n.Data)
-		b = appendZNodeACL(b, n.ACL)
-		for _, v := range n.ints() {
-			b = binary.AppendVarint(b, v)
-		}
+	return size
+}
+
+// appendZNodeRecord appends one znode's record: znodeRecordLen bytes.
+func appendZNodeRecord(b []byte, path string, n *ZNode) []byte {
+	b = appendLenString(b, path)
+	var flags byte
+	if n.Data == nil {
+		flags |= znodeFlagNilData
+	}
+	if n.Container {
+		flags |= znodeFlagContainer
+	}
+	b = append(b, flags)
+	b = appendLenBytes(b, n.Data)
+	b = appendZNodeACL(b, n.ACL)
+	for _, v := range n.ints() {
+		b = binary.AppendVarint(b, v)
 	}
 	return b
 }
