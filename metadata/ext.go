@@ -59,7 +59,7 @@ type extState struct {
 	// ZNodes is the ZooKeeper znode tree by path (znode.go); the root is
 	// stored once something changed it. It has its own binary snapshot
 	// section (znode_snapshot.go).
-	ZNodes map[string]*ZNode `json:"-"`
+	ZNodes zmap `json:"-"`
 	// LegacyZNodes is where snapshots written before the znode section
 	// kept the tree; decodeExt moves it to ZNodes and encode never writes
 	// it.
@@ -97,7 +97,7 @@ func decodeExt(p []byte) (extState, error) {
 	if err := json.Unmarshal(p, &e); err != nil {
 		return extState{}, corrupt("ext section: %v", err)
 	}
-	e.ZNodes, e.LegacyZNodes = e.LegacyZNodes, nil
+	e.ZNodes, e.LegacyZNodes = zmapOf(e.LegacyZNodes), nil
 	if err := e.checkCoord(); err != nil {
 		return extState{}, err
 	}
@@ -126,9 +126,10 @@ func decodeExt(p []byte) (extState, error) {
 // derived indexes from scratch).
 func (e *extState) clone() extState {
 	c, err := decodeExt(e.encode())
-	if err == nil && len(e.ZNodes) > 0 {
-		c.ZNodes, err = decodeZNodes(encodeZNodes(e.ZNodes))
-		if err == nil {
+	if err == nil && e.ZNodes.len() > 0 {
+		var m map[string]*ZNode
+		if m, err = decodeZNodes(encodeZNodes(e.ZNodes.plain())); err == nil {
+			c.ZNodes = zmapOf(m)
 			err = c.checkZNodes()
 		}
 	}

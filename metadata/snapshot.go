@@ -46,8 +46,9 @@ func (s *State) Snapshot() ([]byte, error) {
 
 // SnapshotCut is the state at one applied index, copied cheaply so that it
 // can be encoded while Apply goes on: the KV tree is a copy-on-write clone,
-// the znode map a shallow copy (nodes are never changed in place), and only
-// the small JSON ext section is encoded under the lock.
+// the znode map frozen until the cut is written or released (znode_map.go;
+// nodes are never changed in place), and only the small JSON ext section is
+// encoded under the lock.
 type SnapshotCut struct {
 	s          *State
 	applied    uint64
@@ -56,6 +57,8 @@ type SnapshotCut struct {
 	tree       *kvTree
 	ext        []byte
 	znodes     map[string]*ZNode
+	frozen     uint64 // the freeze to thaw (0: znodes is the cut's own)
+	released   bool
 	bytesAtCut int64
 
 	// Set by the first Len: the znodes in path order and the lengths of
@@ -68,12 +71,19 @@ type SnapshotCut struct {
 }
 
 // Cut copies the state under its lock. It takes the exclusive lock: the
-// tree's Copy changes its copy-on-write bookkeeping.
+// tree's Copy changes its copy-on-write bookkeeping, and the znodes are
+// frozen. Write the cut (Encode, WriteTo) or Release it: until then the
+// znode writes since the cut are kept apart.
 func (s *State) Cut() *SnapshotCut {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.cuts++
+	zn, shared := s.ext.ZNodes.freeze(s.cuts)
 	c := &SnapshotCut{s: s, applied: s.applied, rev: s.revision, cid: s.clusterID,
-		tree: s.kvs.Copy(), znodes: cloneZNodes(s.ext.ZNodes), bytesAtCut: s.extBytes}
+		tree: s.kvs.Copy(), znodes: zn, bytesAtCut: s.extBytes}
+	if shared {
+		c.frozen = s.cuts
+	}
 	if b := s.ext.encode(); string(b) != "{}" {
 		c.ext = b
 	}
@@ -174,13 +184,29 @@ func (c *SnapshotCut) WriteTo(w io.Writer) (int64, error) {
 		e.b = binary.BigEndian.AppendUint32(e.b, e.crc)
 		e.flush()
 	}
+	c.s.mu.Lock()
+	defer c.s.mu.Unlock()
+	c.releaseLocked()
 	if e.err != nil {
 		return e.n, fmt.Errorf("write metadata snapshot: %w", e.err)
 	}
-	c.s.mu.Lock()
 	c.s.extBytes += int64(len(c.ext)+c.zNodesLen()) - c.bytesAtCut
-	c.s.mu.Unlock()
 	return e.n, nil
+}
+
+// Release ends the cut's hold on the state's znodes without writing it:
+// call it when a cut is dropped unwritten (after WriteTo it is a no-op).
+func (c *SnapshotCut) Release() {
+	c.s.mu.Lock()
+	defer c.s.mu.Unlock()
+	c.releaseLocked()
+}
+
+func (c *SnapshotCut) releaseLocked() {
+	if !c.released {
+		c.released = true
+		c.s.ext.ZNodes.thaw(c.frozen)
+	}
 }
 
 // snapEncodeBuffer is how much of an encoding WriteTo holds before it
@@ -327,10 +353,12 @@ func decodeSnapshot(data []byte, share bool) (*State, error) {
 			if !seen[1] {
 				return nil, corrupt("znode section before kv section")
 			}
-			if len(s.ext.ZNodes) > 0 {
+			if s.ext.ZNodes.len() > 0 {
 				return nil, corrupt("znodes in both the ext and the znode section")
 			}
-			if s.ext.ZNodes, err = decodeZNodes(payload); err == nil {
+			var m map[string]*ZNode
+			if m, err = decodeZNodes(payload); err == nil {
+				s.ext.ZNodes = zmapOf(m)
 				err = s.ext.checkZNodes()
 			}
 			s.extBytes += int64(len(payload))

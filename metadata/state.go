@@ -87,6 +87,9 @@ type State struct {
 	// serialised, so snapshots are unchanged.
 	kvBytes  int64
 	extBytes int64
+	// cuts numbers the snapshot cuts taken, so that a cut thaws only
+	// the znode freeze it made (znode_map.go).
+	cuts uint64
 	// aclIdx is the ACL index the API resolves tokens in (acl_index.go),
 	// derived from ext and rebuilt by ACL applies and restores.
 	aclIdx atomic.Pointer[ACLIndex]

@@ -246,7 +246,7 @@ func rootZNode() *ZNode {
 // znode returns the node at p; the root always exists (it is stored only
 // once something changed it, so empty states snapshot as before).
 func (e *extState) znode(p string) *ZNode {
-	if n := e.ZNodes[p]; n != nil {
+	if n := e.ZNodes.get(p); n != nil {
 		return n
 	}
 	if p == "/" {
@@ -289,7 +289,7 @@ func (s *State) AllChildrenNumber(path string) int {
 		return -1
 	}
 	if path == "/" {
-		return len(s.ext.ZNodes) - btoi(s.ext.ZNodes["/"] != nil)
+		return s.ext.ZNodes.len() - btoi(s.ext.ZNodes.get("/") != nil)
 	}
 	var count func(p string) int
 	count = func(p string) int {
@@ -324,17 +324,21 @@ func (s *State) EphemeralsOf(session int64) []string {
 // rebuilds the derived child lists and ephemeral index.
 func (e *extState) checkZNodes() error {
 	e.ephemerals, e.zkids = nil, nil
-	if len(e.ZNodes) > maxZNodes+1 {
-		return corrupt("%d znodes, more than %d", len(e.ZNodes), maxZNodes)
+	if e.ZNodes.len() > maxZNodes+1 {
+		return corrupt("%d znodes, more than %d", e.ZNodes.len(), maxZNodes)
 	}
-	paths := make([]string, 0, len(e.ZNodes))
-	for p, n := range e.ZNodes {
-		if n == nil || ValidateZNodePath(p) != nil || validateZNodeACL(n.ACL) != nil || len(n.Data) > MaxZNodeData {
-			return corrupt("znode %q is inconsistent", p)
+	paths := make([]string, 0, e.ZNodes.len())
+	bad := ""
+	e.ZNodes.each(func(p string, n *ZNode) {
+		if n == nil || validateZNodeACL(n.ACL) != nil || len(n.Data) > MaxZNodeData || ValidateZNodePath(p) != nil {
+			bad = p
 		}
 		paths = append(paths, p)
+	})
+	if bad != "" {
+		return corrupt("znode %q is inconsistent", bad)
 	}
-	if r := e.ZNodes["/"]; len(paths) > 0 && (r == nil || r.EphemeralOwner != 0 || r.TTLMS != 0 || r.Container) {
+	if r := e.ZNodes.get("/"); len(paths) > 0 && (r == nil || r.EphemeralOwner != 0 || r.TTLMS != 0 || r.Container) {
 		return corrupt("znodes without a persistent root")
 	}
 	// Sorted, so that a parent is checked before its children.
@@ -343,9 +347,9 @@ func (e *extState) checkZNodes() error {
 		if p == "/" {
 			continue
 		}
-		n := e.ZNodes[p]
+		n := e.ZNodes.get(p)
 		parent, name := splitZNodePath(p)
-		pn := e.ZNodes[parent]
+		pn := e.ZNodes.get(parent)
 		if pn == nil || pn.EphemeralOwner != 0 {
 			return corrupt("znode %q has no parent or an ephemeral one", p)
 		}

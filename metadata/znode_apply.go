@@ -98,25 +98,15 @@ type znodeUndo struct {
 // zput stores n at p (nil deletes), keeping the ephemeral index, and
 // journals the old entry when undo is non-nil.
 func (s *State) zput(p string, n *ZNode, undo *[]znodeUndo) {
-	old := s.ext.ZNodes[p]
+	old := s.ext.ZNodes.get(p)
 	if undo != nil {
 		*undo = append(*undo, znodeUndo{path: p, old: old})
 	}
 	if old != nil && old.EphemeralOwner != 0 {
 		s.ext.removeEphemeral(old.EphemeralOwner, p)
 	}
-	if n == nil {
-		delete(s.ext.ZNodes, p)
-		if len(s.ext.ZNodes) == 0 {
-			s.ext.ZNodes = nil
-		}
-		return
-	}
-	if s.ext.ZNodes == nil {
-		s.ext.ZNodes = map[string]*ZNode{}
-	}
-	s.ext.ZNodes[p] = n
-	if n.EphemeralOwner != 0 {
+	s.ext.ZNodes.set(p, n)
+	if n != nil && n.EphemeralOwner != 0 {
 		s.ext.addEphemeral(n.EphemeralOwner, p)
 	}
 }
@@ -194,13 +184,13 @@ func (s *State) zcreate(c *ZNodeCreate, undo *[]znodeUndo) (ZNodeResult, error) 
 			return ZNodeResult{}, fmt.Errorf("%w: create %s: path too long", ErrZNodeBadArguments, path)
 		}
 	}
-	if s.ext.ZNodes[path] != nil {
+	if s.ext.ZNodes.get(path) != nil {
 		return ZNodeResult{}, fmt.Errorf("create %s: %w", path, ErrZNodeExists)
 	}
 	if parent.EphemeralOwner != 0 {
 		return ZNodeResult{}, fmt.Errorf("create %s: parent %s: %w", path, parentPath, ErrZNodeNoChildrenForEphemerals)
 	}
-	if len(s.ext.ZNodes)-btoi(s.ext.ZNodes["/"] != nil) >= maxZNodes {
+	if s.ext.ZNodes.len()-btoi(s.ext.ZNodes.get("/") != nil) >= maxZNodes {
 		return ZNodeResult{}, fmt.Errorf("create %s: %w: %d exist", path, ErrZNodeTooMany, maxZNodes)
 	}
 	zxid := int64(s.applied)
@@ -226,7 +216,7 @@ func (s *State) zdelete(d *ZNodeDelete, undo *[]znodeUndo) (ZNodeResult, error) 
 	if d.Path == "/" {
 		return ZNodeResult{}, fmt.Errorf("%w: the root cannot be deleted", ErrZNodeBadArguments)
 	}
-	n := s.ext.ZNodes[d.Path]
+	n := s.ext.ZNodes.get(d.Path)
 	if n == nil {
 		return ZNodeResult{}, fmt.Errorf("delete %s: %w", d.Path, ErrZNodeNoNode)
 	}

@@ -3,7 +3,6 @@ package metadata
 import (
 	"encoding/binary"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 )
@@ -237,13 +236,4 @@ func readZNodeACL(r *reader, least uint64) ([]ZNodeACL, error) {
 		acl[i] = ZNodeACL{Scheme: string(scheme), ID: string(id), Perms: perms}
 	}
 	return acl, nil
-}
-
-// cloneZNodes is the copy a snapshot takes under the lock: the map only,
-// since stored nodes are never changed in place.
-func cloneZNodes(nodes map[string]*ZNode) map[string]*ZNode {
-	if len(nodes) == 0 {
-		return nil
-	}
-	return maps.Clone(nodes)
 }

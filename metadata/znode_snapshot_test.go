@@ -58,14 +58,14 @@ func TestZNodeSectionRoundTrip(t *testing.T) {
 func TestZNodeLegacyExtSection(t *testing.T) {
 	a := zsample(t)
 	legacy := a.s.ext.clone()
-	legacy.LegacyZNodes, legacy.ZNodes = legacy.ZNodes, nil
+	legacy.LegacyZNodes, legacy.ZNodes = legacy.ZNodes.plain(), zmap{}
 	old := encodeSnapshot(a.s.applied, a.s.revision, "", newTree(), legacy.encode(), nil)
 	r, err := Restore(old)
 	require.NoError(t, err)
 	require.Equal(t, mustSnapshot(t, a.s), mustSnapshot(t, r))
 	requireZConsistent(t, r)
 
-	both := encodeSnapshot(a.s.applied, a.s.revision, "", newTree(), legacy.encode(), encodeZNodes(a.s.ext.ZNodes))
+	both := encodeSnapshot(a.s.applied, a.s.revision, "", newTree(), legacy.encode(), encodeZNodes(a.s.ext.ZNodes.plain()))
 	_, err = Restore(both)
 	require.ErrorIs(t, err, ErrCorruptSnapshot)
 }
@@ -74,7 +74,7 @@ func TestZNodeLegacyExtSection(t *testing.T) {
 // allocation beyond the input.
 func TestZNodeSectionRefusals(t *testing.T) {
 	a := zsample(t)
-	good := encodeZNodes(a.s.ext.ZNodes)
+	good := encodeZNodes(a.s.ext.ZNodes.plain())
 	refused := map[string][]byte{
 		"empty":        {0},
 		"huge count":   {0xff, 0xff, 0xff, 0xff, 0x0f},
@@ -115,7 +115,7 @@ func TestSnapshotCutIsolated(t *testing.T) {
 }
 
 func FuzzZNodeSection(f *testing.F) {
-	f.Add(encodeZNodes(zsample(f).s.ext.ZNodes))
+	f.Add(encodeZNodes(zsample(f).s.ext.ZNodes.plain()))
 	f.Add([]byte{1, 1, '/', 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, p []byte) {
 		nodes, err := decodeZNodes(p)
@@ -153,7 +153,7 @@ func BenchmarkSnapshotCutZK(b *testing.B) {
 	s := zkLoad(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = s.Cut()
+		s.Cut().Release()
 	}
 }
 
@@ -212,7 +212,7 @@ func BenchmarkSnapshotWriteToZK(b *testing.B) {
 // included, or encodeZNodes reallocates (or the length check below
 // catches a miscount).
 func TestZNodeRecordLen(t *testing.T) {
-	nodes := zsample(t).s.ext.ZNodes
+	nodes := zsample(t).s.ext.ZNodes.plain()
 	nodes["/neg"] = &ZNode{ACL: []ZNodeACL{{Scheme: "x", ID: "y", Perms: -1}}, Czxid: -5, Version: -1, Cversion: 1 << 30}
 	want := uvarintLen(uint64(len(nodes)))
 	for p, n := range nodes {

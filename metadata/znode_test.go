@@ -47,7 +47,8 @@ func requireZConsistent(t testing.TB, s *State) {
 	t.Helper()
 	c := s.ext.clone()
 	require.NoError(t, c.checkZNodes())
-	require.Len(t, c.ZNodes, len(s.ext.ZNodes))
+	require.Equal(t, c.ZNodes.len(), s.ext.ZNodes.len())
+	require.Len(t, s.ext.ZNodes.plain(), s.ext.ZNodes.len())
 	require.Equal(t, len(c.zkids), len(s.ext.zkids))
 	for p, k := range s.ext.zkids {
 		require.Equal(t, c.zkids[p].names(), k.names(), "children of %s", p)
@@ -308,15 +309,15 @@ func TestZNodeSnapshotRoundTrip(t *testing.T) {
 
 	// A tree with an orphan, or a child of an ephemeral, is refused.
 	for _, bad := range []func(e *extState){
-		func(e *extState) { delete(e.ZNodes, "/a") },
-		func(e *extState) { e.ZNodes["/a/e/x"] = &ZNode{ACL: worldAll} },
-		func(e *extState) { delete(e.ZNodes, "/") },
-		func(e *extState) { e.ZNodes["/a/b"].ACL = nil },
-		func(e *extState) { e.ZNodes["/"].EphemeralOwner = 3 },
+		func(e *extState) { e.ZNodes.set("/a", nil) },
+		func(e *extState) { e.ZNodes.set("/a/e/x", &ZNode{ACL: worldAll}) },
+		func(e *extState) { e.ZNodes.set("/", nil) },
+		func(e *extState) { e.ZNodes.get("/a/b").ACL = nil },
+		func(e *extState) { e.ZNodes.get("/").EphemeralOwner = 3 },
 	} {
 		c := a.s.ext.clone()
 		bad(&c)
-		_, err := Restore(encodeSnapshot(a.s.applied, a.s.revision, "", newTree(), c.encode(), encodeZNodes(c.ZNodes)))
+		_, err := Restore(encodeSnapshot(a.s.applied, a.s.revision, "", newTree(), c.encode(), encodeZNodes(c.ZNodes.plain())))
 		require.ErrorIs(t, err, ErrCorruptSnapshot)
 	}
 }
@@ -463,7 +464,7 @@ func TestZNodeMultiRollbackFromEmpty(t *testing.T) {
 	grantSessions(t, b, 1)
 	_, _ = b.s.Apply(a.index, nil)
 	require.Equal(t, mustSnapshot(t, b.s), mustSnapshot(t, a.s))
-	require.Nil(t, a.s.ext.ZNodes)
+	require.Zero(t, a.s.ext.ZNodes.len())
 	require.Empty(t, a.s.EphemeralsOf(1))
 	requireZConsistent(t, a.s)
 }

@@ -108,6 +108,9 @@ func (c *Replica) writeSnapshot(cut *metadata.SnapshotCut, cs *pb.ConfState, sta
 	if h := c.cfg.Hooks.SnapshotWriting; h != nil {
 		h()
 	}
+	// The cut holds the state's znodes frozen until written; a store that
+	// fails before writing it must not leave them so.
+	defer cut.Release()
 	idx := cut.Index()
 	// Streamed into the file: at a million keys an encoded copy was 270 MB
 	// of heap per snapshot, which the Go runtime then kept.
