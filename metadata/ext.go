@@ -80,6 +80,9 @@ type extState struct {
 	// (znode_kids.go), so getChildren is a walk, not a scan; derived from
 	// ZNodes and never serialised.
 	zkids map[string]kidSet
+	// acls are the stored ACLs other znodes share (znode_intern.go), by
+	// their encoding; never serialised.
+	acls map[string][]ZNodeACL
 }
 
 func (e *extState) encode() []byte {

@@ -332,7 +332,11 @@ func (e *extState) checkZNodes() error {
 	e.ZNodes.each(func(p string, n *ZNode) {
 		if n == nil || validateZNodeACL(n.ACL) != nil || len(n.Data) > MaxZNodeData || ValidateZNodePath(p) != nil {
 			bad = p
+			return
 		}
+		// The nodes are fresh from a decode, not yet shared: their ACLs
+		// may still be swapped for shared ones.
+		n.ACL = e.internACL(n.ACL)
 		paths = append(paths, p)
 	})
 	if bad != "" {

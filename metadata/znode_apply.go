@@ -194,7 +194,7 @@ func (s *State) zcreate(c *ZNodeCreate, undo *[]znodeUndo) (ZNodeResult, error) 
 		return ZNodeResult{}, fmt.Errorf("create %s: %w: %d exist", path, ErrZNodeTooMany, maxZNodes)
 	}
 	zxid := int64(s.applied)
-	n := &ZNode{Data: cloneZData(c.Data), ACL: append([]ZNodeACL(nil), c.ACL...),
+	n := &ZNode{Data: cloneZData(c.Data), ACL: s.ext.internACL(c.ACL),
 		EphemeralOwner: c.Session, TTLMS: c.TTLMS, Container: c.Container,
 		Czxid: zxid, Mzxid: zxid, Pzxid: zxid, Ctime: c.AtMS, Mtime: c.AtMS}
 	np := parent.copy()
@@ -336,7 +336,7 @@ func (s *State) applyZNodeSetACL(c *Command) Result {
 	// Only aversion moves: ZooKeeper's setACL changes no zxid and fires
 	// no watch.
 	nc := n.copy()
-	nc.ACL = append([]ZNodeACL(nil), p.ACL...)
+	nc.ACL = s.ext.internACL(p.ACL)
 	nc.Aversion++
 	s.zput(p.Path, nc, nil)
 	return s.zresult(ZNodeResult{Path: p.Path, Stat: nc.stat(s.ext.zkids[p.Path].len())}, nil, 0)

@@ -219,6 +219,11 @@ func readZNodeACL(r *reader, least uint64) ([]ZNodeACL, error) {
 	if count == 0 {
 		return nil, nil
 	}
+	if count == 1 {
+		if w, ok := readWorldACL(r); ok {
+			return w, nil
+		}
+	}
 	acl := make([]ZNodeACL, count)
 	for i := range acl {
 		scheme, err := r.lenBytes()
@@ -236,4 +241,18 @@ func readZNodeACL(r *reader, least uint64) ([]ZNodeACL, error) {
 		acl[i] = ZNodeACL{Scheme: string(scheme), ID: string(id), Perms: perms}
 	}
 	return acl, nil
+}
+
+// readWorldACL reads a one-entry world:anyone ACL as the shared slice,
+// allocating nothing, and leaves r as it was for anything else.
+func readWorldACL(r *reader) ([]ZNodeACL, bool) {
+	save := *r
+	scheme, err1 := r.lenBytes()
+	id, err2 := r.lenBytes()
+	perms, err3 := readInt32(r)
+	if err1 != nil || err2 != nil || err3 != nil || string(scheme) != "world" || string(id) != "anyone" || perms&^31 != 0 {
+		*r = save
+		return nil, false
+	}
+	return worldACLs[perms], true
 }
