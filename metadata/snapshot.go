@@ -50,15 +50,19 @@ func (s *State) Snapshot() ([]byte, error) {
 // nodes are never changed in place), and only the small JSON ext section is
 // encoded under the lock.
 type SnapshotCut struct {
-	s          *State
-	applied    uint64
-	rev        int64
-	cid        string
-	tree       *kvTree
-	ext        []byte
-	znodes     map[string]*ZNode
-	frozen     uint64 // the freeze to thaw (0: znodes is the cut's own)
-	released   bool
+	s        *State
+	applied  uint64
+	rev      int64
+	cid      string
+	tree     *kvTree
+	ext      []byte
+	znodes   map[string]*ZNode
+	frozen   uint64 // the freeze to thaw (0: znodes is the cut's own)
+	released bool
+	// The previous cut's order and the paths set since (orderZNodes).
+	prevOrder  []pathNode
+	touched    map[string]struct{}
+	merged     bool // the order came from prevOrder (tests)
 	bytesAtCut int64
 
 	// Set by the first Len: the znodes in path order and the lengths of
@@ -78,10 +82,11 @@ func (s *State) Cut() *SnapshotCut {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.cuts++
-	zn, shared := s.ext.ZNodes.freeze(s.cuts)
+	f := s.ext.ZNodes.freeze(s.cuts)
 	c := &SnapshotCut{s: s, applied: s.applied, rev: s.revision, cid: s.clusterID,
-		tree: s.kvs.Copy(), znodes: zn, bytesAtCut: s.extBytes}
-	if shared {
+		tree: s.kvs.Copy(), znodes: f.nodes, bytesAtCut: s.extBytes,
+		prevOrder: f.order, touched: f.touched}
+	if f.shared {
 		c.frozen = s.cuts
 	}
 	if b := s.ext.encode(); string(b) != "{}" {
@@ -109,7 +114,8 @@ func (c *SnapshotCut) Len() int64 {
 			// Streamed by WriteTo like the KV section: encoded whole, it
 			// was a second copy of the tree in memory (40 MB at 240,000
 			// znodes) for each snapshot.
-			c.znSorted = sortedZNodes(c.znodes)
+			c.znSorted, c.merged = orderZNodes(c.znodes, c.prevOrder, c.touched)
+			c.prevOrder, c.touched = nil, nil
 			c.znLen = zNodesLen(c.znSorted)
 		}
 		c.metaLen = uvarintLen(c.applied) + uvarintLen(uint64(c.rev)) + uvarintLen(uint64(len(c.cid))) + len(c.cid)
@@ -186,7 +192,7 @@ func (c *SnapshotCut) WriteTo(w io.Writer) (int64, error) {
 	}
 	c.s.mu.Lock()
 	defer c.s.mu.Unlock()
-	c.releaseLocked()
+	c.releaseLocked(e.err == nil)
 	if e.err != nil {
 		return e.n, fmt.Errorf("write metadata snapshot: %w", e.err)
 	}
@@ -199,14 +205,21 @@ func (c *SnapshotCut) WriteTo(w io.Writer) (int64, error) {
 func (c *SnapshotCut) Release() {
 	c.s.mu.Lock()
 	defer c.s.mu.Unlock()
-	c.releaseLocked()
+	c.releaseLocked(false)
 }
 
-func (c *SnapshotCut) releaseLocked() {
-	if !c.released {
-		c.released = true
-		c.s.ext.ZNodes.thaw(c.frozen)
+// releaseLocked thaws the znodes; a written cut leaves its order for the
+// next one.
+func (c *SnapshotCut) releaseLocked(written bool) {
+	if c.released {
+		return
 	}
+	c.released = true
+	var order []pathNode
+	if written && len(c.zn) == 0 {
+		order = c.znSorted
+	}
+	c.s.ext.ZNodes.thaw(c.frozen, order)
 }
 
 // snapEncodeBuffer is how much of an encoding WriteTo holds before it

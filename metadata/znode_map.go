@@ -18,6 +18,15 @@ type zmap struct {
 	n    int               // entries, overlay included
 	// frozenBy is the cut whose snapshot reads base (0: none).
 	frozenBy uint64
+	// order is the nodes in path order as the last written cut found
+	// them (nil: none), and touched the paths set since that cut froze
+	// the map (nil: not tracked). The next cut starts from them rather
+	// than sort every path again (orderZNodes). The order holds the
+	// nodes as that cut found them, so a node set since keeps its old
+	// version alive until the next cut: no more than the writes between
+	// two snapshots, which snapshotDue bounds.
+	order   []pathNode
+	touched map[string]struct{}
 }
 
 // zmapOf wraps m, which it takes over.
@@ -41,6 +50,9 @@ func (z *zmap) get(p string) *ZNode {
 // set stores n at p; nil deletes.
 func (z *zmap) set(p string, n *ZNode) {
 	old := z.get(p)
+	if z.touched != nil {
+		z.touched[p] = struct{}{}
+	}
 	switch {
 	case old == nil && n != nil:
 		z.n++
@@ -79,26 +91,41 @@ func (z *zmap) each(f func(p string, n *ZNode)) {
 	}
 }
 
-// freeze returns a map of the nodes that stays unchanged until thaw(id).
-// A second freeze before the thaw (a backup during a snapshot) gets a
-// copy of its own and shared false: only one cut shares the base.
-func (z *zmap) freeze(id uint64) (m map[string]*ZNode, shared bool) {
-	switch {
-	case z.n == 0:
-		return nil, false
-	case z.over != nil:
-		return z.plain(), false
-	}
-	z.over, z.frozenBy = map[string]*ZNode{}, id
-	return z.base, true
+// frozen is what freeze hands a cut: a map of the nodes that stays
+// unchanged until thaw(id), and, when shared, the last written cut's
+// order and the paths set since.
+type frozen struct {
+	nodes   map[string]*ZNode
+	shared  bool
+	order   []pathNode
+	touched map[string]struct{}
 }
 
-// thaw folds the overlay back once cut id no longer reads the base; any
-// other id (a cut of a state since restored, or of a copy) is a no-op.
-func (z *zmap) thaw(id uint64) {
+// freeze freezes the map for cut id. A second freeze before the thaw (a
+// backup during a snapshot) gets a copy of its own, not shared: only one
+// cut shares the base.
+func (z *zmap) freeze(id uint64) frozen {
+	switch {
+	case z.n == 0:
+		return frozen{}
+	case z.over != nil:
+		return frozen{nodes: z.plain()}
+	}
+	f := frozen{nodes: z.base, shared: true, order: z.order, touched: z.touched}
+	z.over, z.frozenBy = map[string]*ZNode{}, id
+	z.order, z.touched = nil, map[string]struct{}{}
+	return f
+}
+
+// thaw folds the overlay back once cut id no longer reads the base, and
+// keeps order (the cut's nodes in path order, nil when it was not
+// written) for the next cut; any other id (a cut of a state since
+// restored, or of a copy) is a no-op.
+func (z *zmap) thaw(id uint64, order []pathNode) {
 	if id == 0 || z.frozenBy != id {
 		return
 	}
+	z.order = order
 	for p, n := range z.over {
 		if n == nil {
 			delete(z.base, p)

@@ -1,6 +1,7 @@
 package metadata
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -46,10 +47,10 @@ func TestZMapFreezeThaw(t *testing.T) {
 			z.set(p, nil)
 		case r < 92 && id == 0:
 			id = uint64(step + 1)
-			var shared bool
-			frozen, shared = z.freeze(id)
-			require.Equal(t, len(model) > 0, shared)
-			if !shared {
+			f := z.freeze(id)
+			frozen = f.nodes
+			require.Equal(t, len(model) > 0, f.shared)
+			if !f.shared {
 				id = 0
 				continue
 			}
@@ -58,14 +59,14 @@ func TestZMapFreezeThaw(t *testing.T) {
 				snapshot[k] = v
 			}
 			// A second freeze meanwhile: its own copy, the same nodes.
-			other, shared := z.freeze(id + 1)
-			require.False(t, shared)
-			require.Equal(t, model, other)
+			other := z.freeze(id + 1)
+			require.False(t, other.shared)
+			require.Equal(t, model, other.nodes)
 		case r < 97 && id != 0:
 			require.Equal(t, snapshot, frozen, "the frozen base changed before its thaw")
-			z.thaw(id + 1) // not this freeze's id: nothing happens
+			z.thaw(id+1, nil) // not this freeze's id: nothing happens
 			require.NotNil(t, z.over)
-			z.thaw(id)
+			z.thaw(id, nil)
 			require.Nil(t, z.over)
 			id = 0
 		}
@@ -138,4 +139,106 @@ func TestSnapshotCutFreezesZNodes(t *testing.T) {
 	c3.Release()
 	require.Equal(t, snap, mustSnapshot(t, a.s))
 	require.Equal(t, mustSnapshot(t, r), mustSnapshot(t, a.s))
+}
+
+// orderZNodes from the previous order and the touched paths gives what a
+// full sort gives, keeps the untouched entries' pointers, and sorts after
+// all when the previous order does not account for the map.
+func TestOrderZNodes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	nodes := map[string]*ZNode{}
+	for i := range 500 {
+		nodes[fmt.Sprintf("/p/%d", i)] = &ZNode{Version: int32(i)}
+	}
+	nodes["/p"], nodes["/p-x"], nodes["/p.y"] = &ZNode{}, &ZNode{}, &ZNode{} // '-' and '.' sort before '/'
+	for round := range 20 {
+		prev := sortedZNodes(nodes)
+		touched := map[string]struct{}{}
+		for range rng.IntN(60) {
+			p := fmt.Sprintf("/p/%d", rng.IntN(700))
+			touched[p] = struct{}{}
+			switch rng.IntN(3) {
+			case 0:
+				delete(nodes, p)
+			default:
+				nodes[p] = &ZNode{Version: int32(1000 + round)}
+			}
+		}
+		got, merged := orderZNodes(nodes, prev, touched)
+		require.True(t, merged)
+		require.Equal(t, sortedZNodes(nodes), got, "round %d", round)
+	}
+
+	// A path deleted but not recorded as touched: the merge would keep
+	// it, so the count differs and it sorts instead.
+	prev := sortedZNodes(nodes)
+	delete(nodes, prev[10].path)
+	got, merged := orderZNodes(nodes, prev, map[string]struct{}{})
+	require.False(t, merged)
+	require.Equal(t, sortedZNodes(nodes), got)
+}
+
+// A written cut leaves its order to the next cut, which merges only what
+// was set since; a cut dropped unwritten leaves none, so the next one
+// sorts. Each written cut is byte for byte the reference encoding of its
+// nodes (run with -race: the cuts are written while applies go on).
+func TestSnapshotCutsCarryTheirOrder(t *testing.T) {
+	a := newApplier(t)
+	rng := rand.New(rand.NewPCG(5, 6))
+	require.NoError(t, zcreate(t, a, "/p", nil).Err)
+	write := func(c *SnapshotCut) {
+		t.Helper()
+		want := encodeSnapshot(c.applied, c.rev, c.cid, c.tree, c.ext, encodeZNodes(c.znodes))
+		var got bytes.Buffer
+		done := make(chan error)
+		go func() {
+			_, err := c.WriteTo(&got)
+			done <- err
+		}()
+		churn(t, a, rng, 20)
+		require.NoError(t, <-done)
+		require.Equal(t, want, got.Bytes())
+	}
+	churn(t, a, rng, 300)
+	c := a.s.Cut()
+	require.Nil(t, c.prevOrder, "the first cut has no order to start from")
+	write(c)
+	for i := range 6 {
+		churn(t, a, rng, 50)
+		if i == 2 {
+			// Only data changes: the paths are the same, so only the
+			// touched set tells the merge which pointers are old.
+			for j := range 200 {
+				a.apply(zcmd(t, OpZNodeSetData, ZNodeSetData{Path: fmt.Sprintf("/p/%d", j), Data: []byte{byte(i)}, Version: -1}))
+			}
+		}
+		c := a.s.Cut()
+		require.NotNil(t, c.prevOrder, "cut %d did not get the last cut's order", i)
+		if i == 3 {
+			c.Release()
+			c = a.s.Cut()
+			require.Nil(t, c.prevOrder, "a cut after a dropped one got an order")
+		}
+		write(c)
+		require.Equal(t, i != 3, c.merged, "cut %d", i)
+	}
+	requireZConsistent(t, a.s)
+}
+
+// churn applies n random creates, setDatas and deletes under /p.
+func churn(t *testing.T, a *applier, rng *rand.Rand, n int) {
+	t.Helper()
+	for range n {
+		p := fmt.Sprintf("/p/%d", rng.IntN(200))
+		var c *Command
+		switch rng.IntN(3) {
+		case 0:
+			c = zcmd(t, OpZNodeCreate, ZNodeCreate{Path: p, Data: []byte("d"), ACL: worldAll})
+		case 1:
+			c = zcmd(t, OpZNodeSetData, ZNodeSetData{Path: p, Data: []byte{byte(rng.IntN(256))}, Version: -1})
+		default:
+			c = zcmd(t, OpZNodeDelete, ZNodeDelete{Path: p, Version: -1})
+		}
+		a.apply(c) // NoNode and NodeExists are part of the churn
+	}
 }

@@ -256,3 +256,43 @@ func readWorldACL(r *reader) ([]ZNodeACL, bool) {
 	}
 	return worldACLs[perms], true
 }
+
+// orderZNodes is sortedZNodes(nodes) from the previous cut's order: the
+// nodes whose paths were not set since keep their place and pointer (a
+// stored node never changes), the touched ones are looked up, sorted and
+// merged in. Sorting every path took a third of a snapshot's CPU on a
+// busy controller (0.34 of 0.99 s at 225,000 znodes); a merge reads the
+// previous order once, in order. Should the result not hold exactly the
+// map's nodes (a cut was dropped unwritten, so the order is not the
+// last one's), it sorts after all; merged says whether it did not.
+func orderZNodes(nodes map[string]*ZNode, prev []pathNode, touched map[string]struct{}) (_ []pathNode, merged bool) {
+	if prev == nil {
+		return sortedZNodes(nodes), false
+	}
+	moved := make([]pathNode, 0, len(touched))
+	for p := range touched {
+		if n := nodes[p]; n != nil {
+			moved = append(moved, pathNode{p, n})
+		}
+	}
+	slices.SortFunc(moved, func(a, b pathNode) int { return strings.Compare(a.path, b.path) })
+	out := make([]pathNode, 0, len(nodes))
+	for len(prev) > 0 || len(moved) > 0 {
+		switch {
+		case len(moved) == 0 || len(prev) > 0 && prev[0].path < moved[0].path:
+			if _, changed := touched[prev[0].path]; !changed {
+				out = append(out, prev[0])
+			}
+			prev = prev[1:]
+		case len(prev) > 0 && prev[0].path == moved[0].path:
+			prev = prev[1:] // the moved entry is the node now
+		default:
+			out = append(out, moved[0])
+			moved = moved[1:]
+		}
+	}
+	if len(out) != len(nodes) {
+		return sortedZNodes(nodes), false
+	}
+	return out, true
+}
