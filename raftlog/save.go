@@ -164,10 +164,11 @@ func appendEntries(b batchWriter, st *state, ents []*pb.Entry) ([]*pb.Entry, err
 		return nil, fmt.Errorf("save entries: first index %d leaves a gap after last index %d",
 			ents[0].GetIndex(), st.last)
 	}
+	var val []byte // reused: Set copies key and value into the batch
 	for _, e := range ents {
 		key := logKey(e.GetIndex())
-		val, err := encodeProtoRecord(key, e)
-		if err != nil {
+		var err error
+		if val, err = appendProtoRecord(val, key, e); err != nil {
 			return nil, err
 		}
 		if err := b.Set(key, val, nil); err != nil {
