@@ -107,6 +107,7 @@ type frozen struct {
 func (z *zmap) freeze(id uint64) frozen {
 	switch {
 	case z.n == 0:
+		z.order, z.touched = nil, nil // nothing to carry on from
 		return frozen{}
 	case z.over != nil:
 		return frozen{nodes: z.plain()}

@@ -380,11 +380,13 @@ func (p *peer) serve(ctx context.Context, conn *quic.Conn) error {
 		case m := <-p.msgc:
 			// Coalesce whatever else is queued into one write.
 			batch, types = append(batch[:0], m.data...), append(types[:0], m.typ)
+			putOutBuf(m.data)
 		drain:
 			for len(batch) < maxBatchBytes {
 				select {
 				case m := <-p.msgc:
 					batch, types = append(batch, m.data...), append(types, m.typ)
+					putOutBuf(m.data)
 				default:
 					break drain
 				}

@@ -357,7 +357,13 @@ type outMsg struct {
 func encodeOut(m *raftpb.Message) (outMsg, error) {
 	isSnap := m.GetType() == raftpb.MsgSnap
 	size := proto.Size(m)
-	b, err := proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(make([]byte, 4, 4+size), m)
+	var buf []byte
+	if !isSnap {
+		buf = getOutBuf(4 + size)
+	} else {
+		buf = make([]byte, 0, 4+size)
+	}
+	b, err := proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(append(buf, 0, 0, 0, 0), m)
 	if err != nil {
 		return outMsg{}, fmt.Errorf("marshal %s: %w", m.GetType(), err)
 	}
@@ -371,6 +377,32 @@ func encodeOut(m *raftpb.Message) (outMsg, error) {
 	}
 	binary.BigEndian.PutUint32(b[:4], uint32(n))
 	return outMsg{typ: m.GetType(), snap: isSnap, data: b}, nil
+}
+
+// outBufs recycles the buffers raft messages are marshalled into: one per
+// message was a tenth of a busy leader's allocation, and the peer's loop
+// copies each into its write batch as soon as it takes it from the queue
+// (putOutBuf). A message dropped instead simply leaves its buffer to the
+// collector.
+var outBufs sync.Pool // of *[]byte
+
+// maxPooledOut is the largest buffer kept for reuse; larger messages
+// (a follower catching up) are rare and would pin their memory.
+const maxPooledOut = 64 << 10
+
+// getOutBuf returns an empty buffer with room for n bytes.
+func getOutBuf(n int) []byte {
+	if p, ok := outBufs.Get().(*[]byte); ok && cap(*p) >= n {
+		return (*p)[:0]
+	}
+	return make([]byte, 0, max(n, 1024))
+}
+
+// putOutBuf gives b back once nothing refers to it.
+func putOutBuf(b []byte) {
+	if cap(b) <= maxPooledOut {
+		outBufs.Put(&b)
+	}
 }
 
 // AddPeer registers a peer (ids equal to our own are ignored) or updates its
