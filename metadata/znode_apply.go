@@ -194,7 +194,10 @@ func (s *State) zcreate(c *ZNodeCreate, undo *[]znodeUndo) (ZNodeResult, error) 
 		return ZNodeResult{}, fmt.Errorf("create %s: %w: %d exist", path, ErrZNodeTooMany, maxZNodes)
 	}
 	zxid := int64(s.applied)
-	n := &ZNode{Data: cloneZData(c.Data), ACL: s.ext.internACL(c.ACL),
+	// The node takes the payload's data over: apply's payloads are decoded
+	// for it alone (readData and JSON both allocate), and a second copy
+	// per write was garbage on every controller.
+	n := &ZNode{Data: c.Data, ACL: s.ext.internACL(c.ACL),
 		EphemeralOwner: c.Session, TTLMS: c.TTLMS, Container: c.Container,
 		Czxid: zxid, Mzxid: zxid, Pzxid: zxid, Ctime: c.AtMS, Mtime: c.AtMS}
 	np := parent.copy()
@@ -253,7 +256,7 @@ func (s *State) zsetData(d *ZNodeSetData, undo *[]znodeUndo) (ZNodeResult, error
 		return ZNodeResult{}, fmt.Errorf("set data: %w", err)
 	}
 	c := n.copy()
-	c.Data = cloneZData(d.Data)
+	c.Data = d.Data // taken over, as in zcreate
 	c.Version++
 	c.Mzxid = int64(s.applied)
 	c.Mtime = d.AtMS

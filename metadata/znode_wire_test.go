@@ -129,3 +129,38 @@ func FuzzZNodeWrite(f *testing.F) {
 		_, _ = s.Apply(1, (&Command{Op: OpZNodeWrite, Value: p}).Marshal())
 	})
 }
+
+// A stored znode's data is its own: the entry it was applied from may be
+// reused or changed afterwards (the raft log's buffers are), for the
+// binary and JSON writes alike, wrapped with their origin or not.
+func TestZNodeDataOwnsItsBytes(t *testing.T) {
+	a := newApplier(t)
+	grantSessions(t, a, 1)
+	apply := func(c *Command) {
+		t.Helper()
+		a.index++
+		c.ID = a.index * 10
+		entry := c.Marshal()
+		_, res := a.s.Apply(a.index, entry)
+		require.NoError(t, res.Err)
+		for i := range entry {
+			entry[i] = 0xff
+		}
+	}
+	create := ZNodeCreate{Path: "/b", Data: []byte("created"), ACL: worldAll}
+	bc, err := NewZNodeWriteCommand(&create)
+	require.NoError(t, err)
+	apply(bc)
+	require.Equal(t, []byte("created"), mustZ(t, a, "/b").Data)
+
+	apply(zcmd(t, OpZNodeCreate, ZNodeCreate{Path: "/j", Data: []byte("json"), ACL: worldAll}))
+	require.Equal(t, []byte("json"), mustZ(t, a, "/j").Data)
+
+	set, err := NewZNodeWriteCommand(&ZNodeSetData{Path: "/b", Data: []byte("changed"), Version: -1})
+	require.NoError(t, err)
+	from, err := NewZNodeFromCommand(ZNodeOrigin{Session: 1, Conn: 7}, set)
+	require.NoError(t, err)
+	apply(from)
+	require.Equal(t, []byte("changed"), mustZ(t, a, "/b").Data)
+	require.Equal(t, []byte("changed"), a.s.ext.znode("/b").Data)
+}
