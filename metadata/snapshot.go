@@ -57,7 +57,7 @@ type SnapshotCut struct {
 	tree     *kvTree
 	ext      []byte
 	znodes   map[string]*ZNode
-	frozen   uint64 // the freeze to thaw (0: znodes is the cut's own)
+	freezeID uint64 // the freeze to thaw (0: znodes is the cut's own)
 	released bool
 	// The previous cut's order and the paths set since (orderZNodes).
 	prevOrder  []pathNode
@@ -87,7 +87,7 @@ func (s *State) Cut() *SnapshotCut {
 		tree: s.kvs.Copy(), znodes: f.nodes, bytesAtCut: s.extBytes,
 		prevOrder: f.order, touched: f.touched}
 	if f.shared {
-		c.frozen = s.cuts
+		c.freezeID = s.cuts
 	}
 	if b := s.ext.encode(); string(b) != "{}" {
 		c.ext = b
@@ -219,7 +219,7 @@ func (c *SnapshotCut) releaseLocked(written bool) {
 	if written && len(c.zn) == 0 {
 		order = c.znSorted
 	}
-	c.s.ext.ZNodes.thaw(c.frozen, order)
+	c.s.ext.ZNodes.thaw(c.freezeID, order)
 }
 
 // snapEncodeBuffer is how much of an encoding WriteTo holds before it

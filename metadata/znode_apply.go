@@ -98,14 +98,13 @@ type znodeUndo struct {
 // zput stores n at p (nil deletes), keeping the ephemeral index, and
 // journals the old entry when undo is non-nil.
 func (s *State) zput(p string, n *ZNode, undo *[]znodeUndo) {
-	old := s.ext.ZNodes.get(p)
+	old := s.ext.ZNodes.set(p, n)
 	if undo != nil {
 		*undo = append(*undo, znodeUndo{path: p, old: old})
 	}
 	if old != nil && old.EphemeralOwner != 0 {
 		s.ext.removeEphemeral(old.EphemeralOwner, p)
 	}
-	s.ext.ZNodes.set(p, n)
 	if n != nil && n.EphemeralOwner != 0 {
 		s.ext.addEphemeral(n.EphemeralOwner, p)
 	}

@@ -47,9 +47,9 @@ func (z *zmap) get(p string) *ZNode {
 	return z.base[p]
 }
 
-// set stores n at p; nil deletes.
-func (z *zmap) set(p string, n *ZNode) {
-	old := z.get(p)
+// set stores n at p (nil deletes) and returns what was there.
+func (z *zmap) set(p string, n *ZNode) (old *ZNode) {
+	old = z.get(p)
 	if z.touched != nil {
 		z.touched[p] = struct{}{}
 	}
@@ -65,16 +65,17 @@ func (z *zmap) set(p string, n *ZNode) {
 		} else {
 			z.over[p] = n
 		}
-		return
+		return old
 	}
 	if n == nil {
 		delete(z.base, p)
-		return
+		return old
 	}
 	if z.base == nil {
 		z.base = map[string]*ZNode{}
 	}
 	z.base[p] = n
+	return old
 }
 
 // each calls f for every node, in no particular order.

@@ -43,10 +43,15 @@ func recordChecksum(key []byte, version byte, payload []byte) uint32 {
 // encodeRecord frames payload for storage under key.
 func encodeRecord(key, payload []byte) []byte {
 	out := make([]byte, recordHeaderLen+len(payload))
-	out[0] = recordVersion
-	binary.BigEndian.PutUint32(out[1:5], recordChecksum(key, recordVersion, payload))
 	copy(out[recordHeaderLen:], payload)
-	return out
+	return sealRecord(out, key)
+}
+
+// sealRecord fills in the header of rec, whose payload follows it.
+func sealRecord(rec, key []byte) []byte {
+	rec[0] = recordVersion
+	binary.BigEndian.PutUint32(rec[1:5], recordChecksum(key, recordVersion, rec[recordHeaderLen:]))
+	return rec
 }
 
 // decodeRecord verifies the framing and checksum of a value read under key
@@ -69,11 +74,7 @@ func decodeRecord(key, val []byte) ([]byte, error) {
 
 // encodeProtoRecord marshals m and frames it for key.
 func encodeProtoRecord(key []byte, m proto.Message) ([]byte, error) {
-	payload, err := proto.Marshal(m)
-	if err != nil {
-		return nil, fmt.Errorf("marshal %s: %w", describeKey(key), err)
-	}
-	return encodeRecord(key, payload), nil
+	return appendProtoRecord(nil, key, m)
 }
 
 // appendProtoRecord is encodeProtoRecord into dst[:0], for a caller that
@@ -86,9 +87,7 @@ func appendProtoRecord(dst, key []byte, m proto.Message) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("marshal %s: %w", describeKey(key), err)
 	}
-	dst[0] = recordVersion
-	binary.BigEndian.PutUint32(dst[1:5], recordChecksum(key, recordVersion, dst[recordHeaderLen:]))
-	return dst, nil
+	return sealRecord(dst, key), nil
 }
 
 // decodeProtoRecord verifies val and unmarshals its payload into m.
