@@ -82,9 +82,11 @@ func TestController_ALoneMistakenDeathReportDisruptsNothing(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return testcluster.Metric(t, wc.Node(told).Registry(), "corral_raft_death_campaigns_total") >= 2
 	}, 10*time.Second, 5*time.Millisecond, "the told follower never campaigned")
+	// testify runs each check in a goroutine that can outlive Never and
+	// the test; a node stopped by the cleanup by then is nil.
 	require.Never(t, func() bool {
 		for _, id := range wc.IDs() {
-			if n := wc.Node(id); n.Term() != term || (id != told && n.LeaderID() != oldID) {
+			if n := wc.Node(id); n != nil && (n.Term() != term || (id != told && n.LeaderID() != oldID)) {
 				return true
 			}
 		}
