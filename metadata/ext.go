@@ -80,6 +80,11 @@ type extState struct {
 	// (znode_kids.go), so getChildren is a walk, not a scan; derived from
 	// ZNodes and never serialised.
 	zkids map[string]kidSet
+	// reapable are the paths of container and TTL znodes, the only ones
+	// the leader's reaper may delete, so a pass reads those instead of
+	// walking the tree (ZooKeeper's DataTree keeps the same two sets);
+	// derived from ZNodes and never serialised.
+	reapable map[string]struct{}
 	// acls are the stored ACLs other znodes share (znode_intern.go), by
 	// their encoding; never serialised.
 	acls map[string][]ZNodeACL

@@ -321,9 +321,9 @@ func (s *State) EphemeralsOf(session int64) []string {
 }
 
 // checkZNodes refuses a snapshot whose znode tree is inconsistent and
-// rebuilds the derived child lists and ephemeral index.
+// rebuilds the derived child lists, ephemeral index and reaper index.
 func (e *extState) checkZNodes() error {
-	e.ephemerals, e.zkids = nil, nil
+	e.ephemerals, e.zkids, e.reapable = nil, nil, nil
 	if e.ZNodes.len() > maxZNodes+1 {
 		return corrupt("%d znodes, more than %d", e.ZNodes.len(), maxZNodes)
 	}
@@ -360,6 +360,9 @@ func (e *extState) checkZNodes() error {
 		e.addKid(parent, name)
 		if n.EphemeralOwner != 0 {
 			e.addEphemeral(n.EphemeralOwner, p)
+		}
+		if n.reapable() {
+			e.addReapable(p)
 		}
 	}
 	return nil

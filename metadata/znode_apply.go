@@ -95,8 +95,8 @@ type znodeUndo struct {
 	added bool
 }
 
-// zput stores n at p (nil deletes), keeping the ephemeral index, and
-// journals the old entry when undo is non-nil.
+// zput stores n at p (nil deletes), keeping the ephemeral and reaper
+// indexes, and journals the old entry when undo is non-nil.
 func (s *State) zput(p string, n *ZNode, undo *[]znodeUndo) {
 	old := s.ext.ZNodes.set(p, n)
 	if undo != nil {
@@ -107,6 +107,12 @@ func (s *State) zput(p string, n *ZNode, undo *[]znodeUndo) {
 	}
 	if n != nil && n.EphemeralOwner != 0 {
 		s.ext.addEphemeral(n.EphemeralOwner, p)
+	}
+	if old != nil && old.reapable() && (n == nil || !n.reapable()) {
+		delete(s.ext.reapable, p)
+	}
+	if n != nil && n.reapable() {
+		s.ext.addReapable(p)
 	}
 }
 

@@ -57,6 +57,10 @@ func requireZConsistent(t testing.TB, s *State) {
 	for id, ps := range s.ext.ephemerals {
 		require.Equal(t, c.ephemerals[id], ps, "ephemerals of %d", id)
 	}
+	require.Equal(t, len(c.reapable), len(s.ext.reapable))
+	for p := range c.reapable {
+		require.Contains(t, s.ext.reapable, p, "container or TTL node")
+	}
 }
 
 // Stat bookkeeping as ZooKeeper does it: create sets czxid=mzxid=pzxid

@@ -12,9 +12,8 @@ import (
 // without children not modified for their TTL. Each delete names the
 // version it saw, so a node changed meanwhile survives.
 //
-// A pass walks the whole tree from the root, as the state keeps no index
-// of containers and TTL nodes: that costs the leader about a second of
-// CPU per million znodes, hence ZooKeeper's 60s default interval.
+// A pass reads only the container and TTL nodes (the state indexes
+// them), not the whole tree.
 func (s *Server) reapLoop() {
 	defer s.wg.Done()
 	t := time.NewTicker(s.cfg.ContainerCheckInterval)
@@ -34,35 +33,7 @@ func (s *Server) reapLoop() {
 
 // reapOnce runs one pass and returns the paths it deleted.
 func (s *Server) reapOnce() []string {
-	st := s.b.State()
-	now := s.b.Now().UnixMilli()
-	var victims []metadata.ZNodeInfo
-	stack := []string{"/"}
-	for len(stack) > 0 {
-		p := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		kids, _ := st.Children(p)
-		for _, k := range kids {
-			if p == "/" {
-				stack = append(stack, "/"+k)
-			} else {
-				stack = append(stack, p+"/"+k)
-			}
-		}
-		if len(kids) > 0 || p == "/" {
-			continue
-		}
-		n, ok := st.ZNode(p)
-		if !ok {
-			continue
-		}
-		switch {
-		case n.Container && n.Stat.Cversion > 0:
-			victims = append(victims, n)
-		case n.TTLMS > 0 && n.Stat.Mtime+n.TTLMS < now:
-			victims = append(victims, n)
-		}
-	}
+	victims := s.b.State().ReapCandidates(s.b.Now().UnixMilli())
 	var deleted []string
 	for _, n := range victims {
 		ctx, cancel := s.timeoutCtx(s.cfg.ProposeTimeout)
