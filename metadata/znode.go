@@ -267,6 +267,20 @@ func (s *State) ZNode(path string) (ZNodeInfo, bool) {
 		TTLMS: n.TTLMS, Container: n.Container, Stat: n.stat(s.ext.zkids[path].len())}, true
 }
 
+// ZNodeACL returns the ACL of the znode at path without copying its data,
+// for a permission check. The slice is the state's own: stored ACLs are
+// replaced, never changed in place, and are full (len == cap), so an
+// append copies; callers must not write to its elements.
+func (s *State) ZNodeACL(path string) ([]ZNodeACL, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	n := s.ext.znode(path)
+	if n == nil {
+		return nil, false
+	}
+	return n.ACL, true
+}
+
 // Children returns the child names of path, sorted; ok is false when
 // path does not exist.
 func (s *State) Children(path string) (names []string, ok bool) {

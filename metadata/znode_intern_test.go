@@ -38,6 +38,18 @@ func TestZNodeACLsShared(t *testing.T) {
 	// slices are full.
 	w := a.s.ext.znode("/w0").ACL
 	require.Equal(t, len(w), cap(w))
+
+	// ZNodeACL hands out that slice, as stored, for permission checks;
+	// the root has its ACL before anything stored it.
+	acl, ok := a.s.ZNodeACL("/d0")
+	require.True(t, ok)
+	require.Equal(t, digest, acl)
+	require.Equal(t, len(acl), cap(acl))
+	acl, ok = a.s.ZNodeACL("/")
+	require.True(t, ok)
+	require.Equal(t, worldAll, acl)
+	_, ok = a.s.ZNodeACL("/nope")
+	require.False(t, ok)
 }
 
 // The table of shared ACLs is bounded: past maxInternedACLs distinct

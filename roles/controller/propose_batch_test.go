@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	pb "go.etcd.io/raft/v3/raftpb"
 
+	"github.com/corral-dev/corral/metadata"
 	"github.com/corral-dev/corral/roles/controller/fault"
 )
 
@@ -105,5 +106,45 @@ func putConcurrently(t *testing.T, goroutines, each int, put func(g, i int) erro
 	close(errs)
 	for err := range errs {
 		require.NoError(t, err)
+	}
+}
+
+// A proposal that cannot commit times out at the sooner of the caller's
+// deadline and the request timeout (replica.propose sets its own timer
+// only when the caller's deadline is later or absent).
+func TestProposalTimesOutAtTheSoonerDeadline(t *testing.T) {
+	const requestTimeout = 300 * time.Millisecond
+	mc := newMemCluster(t, 3, func(c *Config) { c.RequestTimeout = requestTimeout })
+	lead := mc.waitLeader(mc.ids()...)
+	_, err := mc.put(lead, "k", "v")
+	require.NoError(t, err)
+	// Heartbeats still flow, so the leader stays leader; entries do not
+	// reach the followers, so nothing new commits.
+	mc.net.Hold(func(from uint64, m *pb.Message) bool {
+		return from == lead && m.GetType() == pb.MsgApp && len(m.GetEntries()) > 0
+	})
+	for _, tc := range []struct {
+		name   string
+		parent time.Duration // 0: no deadline
+	}{{"no deadline", 0}, {"a later deadline", time.Minute}, {"a sooner deadline", 50 * time.Millisecond}} {
+		ctx, cancel := context.Background(), context.CancelFunc(func() {})
+		if tc.parent > 0 {
+			ctx, cancel = context.WithTimeout(ctx, tc.parent)
+		}
+		done := make(chan error, 1)
+		go func() {
+			_, err := mc.node(lead).Propose(ctx, &metadata.Command{Op: metadata.OpPut, Key: "t", Value: []byte(tc.name)})
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			require.ErrorIs(t, err, ErrTimeout, tc.name)
+			if tc.parent > 0 && tc.parent < requestTimeout {
+				require.Error(t, ctx.Err(), "%s: returned before the caller's deadline", tc.name)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s: the proposal never timed out", tc.name)
+		}
+		cancel()
 	}
 }

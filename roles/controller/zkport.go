@@ -83,8 +83,8 @@ func (c *Controller) newZK() error {
 	srv, err := zk.New(zk.Config{
 		Addr: z.Addr, MinSessionTimeout: z.MinSessionTimeout, MaxSessionTimeout: z.MaxSessionTimeout,
 		MaxConns: z.MaxConns, FourLetterWords: z.FourLetterWords, TLS: tlsConf,
-		ContainerCheckInterval: z.ContainerCheckInterval,
-		ServerID:               fmt.Sprint(c.cfg.NodeID), Version: transport.Version,
+		ContainerCheckInterval: z.ContainerCheckInterval, ProposeTimeout: c.cfg.RequestTimeout,
+		ServerID: fmt.Sprint(c.cfg.NodeID), Version: transport.Version,
 		Logger: c.log, Registerer: c.reg,
 	}, zkBackend{c})
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/corral-dev/corral/metadata"
 )
@@ -164,8 +165,14 @@ func (c *Replica) Propose(ctx context.Context, cmd *metadata.Command) (metadata.
 // propose is Propose without folding the state machine's refusal into the
 // error: for callers that only care whether the entry committed.
 func (c *Replica) propose(ctx context.Context, cmd *metadata.Command) (metadata.Result, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
-	defer cancel()
+	// A caller's deadline that comes first already bounds the wait: a
+	// second timer would cost every write an allocation and a timer heap
+	// insert and delete on the leader's busiest path for nothing.
+	if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > c.cfg.RequestTimeout {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.cfg.RequestTimeout)
+		defer cancel()
+	}
 	if err := c.waitLeader(ctx); err != nil {
 		c.met.proposalsFailed.WithLabelValues("no_leader").Inc()
 		return metadata.Result{}, err

@@ -70,19 +70,24 @@ func (c *conn) fresh(p string) (metadata.ZNodeInfo, bool, error) {
 	return n, ok, nil
 }
 
-// may checks perm on the node at p (fresh), NoNode if it is missing.
-func (c *conn) may(p string, perm int32) (metadata.ZNodeInfo, error) {
-	n, ok, err := c.fresh(p)
-	if err != nil {
-		return n, err
-	}
+// may checks perm on the node at p, NoNode if it is missing; as fresh,
+// it asks for a linearizable read before it calls a node missing.
+func (c *conn) may(p string, perm int32) error {
+	acl, ok := c.srv.acl(p)
 	if !ok {
-		return n, jute.CodeNoNode
+		ctx, cancel := c.srv.timeoutCtx(c.srv.cfg.ProposeTimeout)
+		defer cancel()
+		if err := c.srv.b.LinearizableRead(ctx); err != nil {
+			return fmt.Errorf("read %s: %w", p, err)
+		}
+		if acl, ok = c.srv.acl(p); !ok {
+			return jute.CodeNoNode
+		}
 	}
-	if !checkACL(n.ACL, perm, c.authIDs()) {
-		return n, jute.CodeNoAuth
+	if !checkACL(acl, perm, c.authIDs()) {
+		return jute.CodeNoAuth
 	}
-	return n, nil
+	return nil
 }
 
 func parentOf(p string) string {
@@ -237,7 +242,7 @@ func (c *conn) buildSetData(r *jute.SetDataRequest, inMulti bool) (*metadata.ZNo
 		if n, ok := c.srv.lookup(r.Path); ok && !checkACL(n.ACL, jute.PermWrite, c.authIDs()) {
 			return nil, jute.CodeNoAuth
 		}
-	} else if _, err := c.may(r.Path, jute.PermWrite); err != nil {
+	} else if err := c.may(r.Path, jute.PermWrite); err != nil {
 		return nil, err
 	}
 	return &metadata.ZNodeSetData{Path: r.Path, Data: r.Data, Version: r.Version, AtMS: c.srv.b.Now().UnixMilli()}, nil
@@ -263,7 +268,7 @@ func (c *conn) setACL(r *jute.SetACLRequest) (jute.Record, error) {
 	if underZK(r.Path) {
 		return nil, virtualWrite(r.Path, false)
 	}
-	if _, err := c.may(r.Path, jute.PermAdmin); err != nil {
+	if err := c.may(r.Path, jute.PermAdmin); err != nil {
 		return nil, err
 	}
 	acl, err := fixACL(r.ACL, c.authIDs())

@@ -51,6 +51,16 @@ func (s *Server) lookup(p string) (metadata.ZNodeInfo, bool) {
 	return n, ok
 }
 
+// acl returns the ACL of the node at p as clients see it, without
+// copying its data (State.ZNodeACL: the slice must not be written to).
+func (s *Server) acl(p string) ([]metadata.ZNodeACL, bool) {
+	if underZK(p) {
+		n, ok := virtualNode(p)
+		return n.ACL, ok
+	}
+	return s.b.State().ZNodeACL(p)
+}
+
 // children returns the child names of p as clients see them.
 func (s *Server) children(p string) ([]string, bool) {
 	if underZK(p) {
