@@ -32,6 +32,7 @@ type metrics struct {
 	peerDeaths  prometheus.Counter
 	unanswered  prometheus.Counter
 	tcpFallback prometheus.Counter
+	tcpUpgrades prometheus.Counter
 	udp         *udpSocketCollector
 }
 
@@ -79,6 +80,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "corral_transport_peer_tcp_fallbacks_total",
 			Help: "Peer connections whose raft messages went over QUIC because the TCP message stream could not be opened.",
 		}),
+		tcpUpgrades: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "corral_transport_peer_tcp_upgrades_total",
+			Help: "Message streams to a peer moved from QUIC to TCP once TCP could be opened again.",
+		}),
 	}
 	m.udp = newUDPSocketCollector("corral_transport_")
 	// Pre-create the reject series so dashboards see zeros.
@@ -107,6 +112,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.peerDeaths = reg1(m.peerDeaths).(prometheus.Counter)
 	m.unanswered = reg1(m.unanswered).(prometheus.Counter)
 	m.tcpFallback = reg1(m.tcpFallback).(prometheus.Counter)
+	m.tcpUpgrades = reg1(m.tcpUpgrades).(prometheus.Counter)
 	m.udp = reg1(m.udp).(*udpSocketCollector)
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("register transport metrics: %w", err)

@@ -316,9 +316,7 @@ func (p *peer) tryTCP(ctx context.Context, conn *quic.Conn) *tls.Conn {
 	}
 	tc, err := p.dialTCP(ctx, conn.RemoteAddr().String())
 	if err != nil {
-		p.mu.Lock()
-		p.tcpRetry = time.Now().Add(tcpRetryAfter)
-		p.mu.Unlock()
+		p.tcpFailed()
 		if ctx.Err() == nil {
 			p.q.met.tcpFallback.Inc()
 			p.q.log.Info("raft messages to peer over QUIC: no TCP link", "peer", p.id, "addr", conn.RemoteAddr(), "err", err)
@@ -341,7 +339,9 @@ func (p *peer) serve(ctx context.Context, conn *quic.Conn) error {
 	if err != nil {
 		return err
 	}
-	defer closeS()
+	defer func() { closeS() }() // the TCP stream's, once the messages moved there
+	var upgrade chan *tls.Conn  // a TCP dial under way while on QUIC (raft_tcp.go)
+	defer func() { abandonUpgrade(upgrade) }()
 	hdr, err := streamHeader{kind: streamKindMessages, from: p.q.cfg.NodeID, clusterID: p.q.clusterID()}.marshal()
 	if err != nil {
 		return err
@@ -375,6 +375,28 @@ func (p *peer) serve(ctx context.Context, conn *quic.Conn) error {
 				p.q.met.unanswered.Inc()
 				return fmt.Errorf("%w: nothing received for %s after a write", errUnanswered, d.Round(time.Millisecond))
 			}
+			if upgrade == nil {
+				upgrade = p.startUpgrade(ctx, conn.RemoteAddr().String())
+			}
+		case tc := <-upgrade:
+			upgrade = nil
+			if tc == nil {
+				continue
+			}
+			_ = tc.SetWriteDeadline(time.Now().Add(writeTimeout))
+			if _, err := tc.Write(hdr); err != nil {
+				_ = tc.Close()
+				p.tcpFailed()
+				continue
+			}
+			// Messages still in the QUIC stream's buffer go out before its
+			// end; raft takes the two streams' messages in any order.
+			closeS()
+			s, dead, closeS = tc, watchTCPAsync(tc), func() { _ = tc.Close() }
+			answers = answerWatch{}
+			p.setLink(true)
+			p.q.met.tcpUpgrades.Inc()
+			p.q.log.Info("raft messages to peer over TCP again", "peer", p.id, "addr", conn.RemoteAddr())
 		case m := <-p.snapc:
 			p.snapWG.Go(func() { p.sendSnapshot(ctx, conn, m) })
 		case m := <-p.msgc:

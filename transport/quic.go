@@ -130,6 +130,9 @@ type QUIC struct {
 	onReject func(error)
 	rejects  *rejectLog
 	live     *livenessServer // nil when the TCP port could not be had (liveness.go)
+	// tcpRetryAfter is how long a peer's messages stay on QUIC after its
+	// TCP stream failed (raft_tcp.go); tests shorten it.
+	tcpRetryAfter time.Duration
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -166,14 +169,15 @@ func NewQUIC(cfg QUICConfig) (*QUIC, error) {
 		log = slog.Default()
 	}
 	q := &QUIC{
-		cfg:    cfg,
-		log:    log.With("component", "transport", "node", cfg.NodeID),
-		met:    met,
-		rep:    newReporter(),
-		peers:  map[uint64]*peer{},
-		alpn:   map[string]func(*quic.Conn){},
-		conns:  map[*quic.Conn]struct{}{},
-		dialed: map[*quic.Conn]struct{}{},
+		tcpRetryAfter: tcpRetryAfter,
+		cfg:           cfg,
+		log:           log.With("component", "transport", "node", cfg.NodeID),
+		met:           met,
+		rep:           newReporter(),
+		peers:         map[uint64]*peer{},
+		alpn:          map[string]func(*quic.Conn){},
+		conns:         map[*quic.Conn]struct{}{},
+		dialed:        map[*quic.Conn]struct{}{},
 		qconf: &quic.Config{
 			HandshakeIdleTimeout:  handshakeTimeout,
 			MaxIdleTimeout:        idleTimeout,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"io"
+	"sync"
 	"testing"
 	"time"
 
@@ -55,6 +56,39 @@ func TestRaftMessagesFallBackToQUICWithoutTCP(t *testing.T) {
 	sendUntilDelivered(t, a, b, 20)
 	require.False(t, a.q.PeerStatus(2).MessagesOverTCP)
 	require.Positive(t, testutil.ToFloat64(a.q.met.tcpFallback))
+}
+
+// A stream that fell back to QUIC moves to TCP once TCP answers again,
+// without waiting for the QUIC connection to end: at a restart of a
+// loaded cluster every TCP dial can time out while the peers restore
+// their state, and the messages then stayed on QUIC for good.
+func TestRaftMessagesMoveToTCPWhenItComesBack(t *testing.T) {
+	t.Parallel()
+	bs := clusterBundles(t, 2)
+	a := startNode(t, 1, bs[0], "", "")
+	b := startNode(t, 2, bs[1], "", "")
+	b.q.live.close()
+	a.q.tcpRetryAfter = 100 * time.Millisecond
+	a.q.AddPeer(2, b.q.Addr().String())
+	sendUntilDelivered(t, a, b, 20)
+	require.False(t, a.q.PeerStatus(2).MessagesOverTCP)
+	require.Positive(t, testutil.ToFloat64(a.q.met.tcpFallback))
+	require.Zero(t, testutil.ToFloat64(a.q.met.tcpUpgrades))
+
+	// TCP on the cluster port again, as after the peer's restore.
+	l, err := newLivenessServer(b.q.Addr().String(), b.q.cfg.TLS.serverConfigCounting(b.q.onReject, ALPNLiveness, ALPNRaftTCP))
+	require.NoError(t, err)
+	l.onRaft = b.q.serveRaftTCP
+	var wg sync.WaitGroup
+	wg.Go(func() { l.serve(&wg) })
+	t.Cleanup(func() { l.close(); wg.Wait() })
+
+	require.Eventually(t, func() bool { return a.q.PeerStatus(2).MessagesOverTCP }, waitFor, 10*time.Millisecond)
+	require.Equal(t, 1.0, testutil.ToFloat64(a.q.met.tcpUpgrades))
+	before := b.h.countFrom(1)
+	sendUntilDelivered(t, a, b, before+20)
+	require.True(t, a.q.PeerStatus(2).MessagesOverTCP, "the messages went back to QUIC")
+	require.Equal(t, 1.0, testutil.ToFloat64(a.q.met.tcpUpgrades))
 }
 
 // A TCP message stream is held to the same rules as one on QUIC: its
