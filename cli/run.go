@@ -70,7 +70,7 @@ func runCommand() *cli.Command {
 			&cli.BoolFlag{Name: "enable-pprof", EnvVars: envVars("enable-pprof"),
 				Usage: "serve Go runtime profiles under /debug/pprof/ on the API (behind the token)"},
 			&cli.Uint64Flag{Name: "snapshot-every", Value: 10000, EnvVars: envVars("snapshot-every"),
-				Usage: "applied entries before a state-machine snapshot (plus a random delay of up to half; a large state also waits for the log to hold half its size, up to 10x this; docs/OPERATIONS.md \"Snapshots\")"},
+				Usage: "applied entries before a state-machine snapshot (plus a random delay of up to half; a large state also waits for the log to hold half its size, more by the delay's share, up to 10x this; docs/OPERATIONS.md \"Snapshots\")"},
 			&cli.Int64Flag{Name: "gc-headroom-bytes", Value: gcpace.DefaultHeadroom, EnvVars: envVars("gc-headroom-bytes"),
 				Usage: "garbage the Go heap may hold above its live data before a collection: GOGC is lowered (down to 25) once the state is larger than this, so resident memory stays near the state's size; 0 leaves the runtime's pacing alone, and a GOGC environment variable overrides it (docs/OPERATIONS.md \"Memory\")"},
 			&cli.BoolFlag{Name: "gc-release-when-quiet", Value: true, EnvVars: envVars("gc-release-when-quiet"),
