@@ -400,6 +400,21 @@ func (c *Replica) startTransport() error {
 	return nil
 }
 
+// raftApplied is the applied index raft restarts from: the restored
+// state's, but never past the synced HardState's commit index, which raft
+// refuses (it panics). The two can differ: with AsyncStorageWrites the
+// apply loop applies an entry as soon as raft knows it committed, while
+// the HardState carrying that commit index is still on its way to disk
+// in the append loop, and a snapshot of the state can be written (at
+// every stop, for one) before it arrives. A controller stopped in that
+// window then panicked at every start. Raft hands the entries between
+// the two out again once it learns the commit index from the leader;
+// they are the committed ones the state already holds, and apply skips
+// entries at or below its applied index.
+func raftApplied(stateApplied, syncedCommit uint64) uint64 {
+	return min(stateApplied, syncedCommit)
+}
+
 func (c *Replica) startRaft() error {
 	hs, cs, err := c.store.InitialState()
 	if err != nil {
@@ -434,7 +449,7 @@ func (c *Replica) startRaft() error {
 	}
 	rc := &raft.Config{
 		ID: c.cfg.NodeID, ElectionTick: c.cfg.ElectionTicks, HeartbeatTick: c.cfg.HeartbeatTicks,
-		Storage: c.store, Applied: st.AppliedIndex(),
+		Storage: c.store, Applied: raftApplied(st.AppliedIndex(), hs.GetCommit()),
 		MaxSizePerMsg: 1 << 20, MaxInflightMsgs: 256, MaxUncommittedEntriesSize: 1 << 30,
 		CheckQuorum: true, PreVote: true, ReadOnlyOption: raft.ReadOnlySafe,
 		StepDownOnRemoval: true, Logger: newRaftLogger(c.log),
@@ -452,6 +467,10 @@ func (c *Replica) startRaft() error {
 		c.log.Info("bootstrapping a new cluster", "voters", slices.Sorted(maps.Keys(c.cfg.Peers)))
 		c.node = raft.StartNode(rc, peers)
 		return nil
+	}
+	if rc.Applied < st.AppliedIndex() {
+		c.log.Info("restored state is ahead of the synced commit index: raft replays the difference, which apply skips",
+			"applied", st.AppliedIndex(), "commit", hs.GetCommit())
 	}
 	c.node = raft.RestartNode(rc)
 	if len(cs.GetVoters()) > 0 {

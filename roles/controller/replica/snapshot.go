@@ -134,6 +134,14 @@ func (c *Replica) writeSnapshot(cut *metadata.SnapshotCut, cs *pb.ConfState, sta
 	}
 	if idx > c.cfg.SnapshotCatchUp {
 		compact := idx - c.cfg.SnapshotCatchUp
+		// Nor past the synced commit index (raftApplied says how the
+		// applied index gets ahead of it): raft refuses to restart with
+		// a log truncated beyond its HardState's commit.
+		hs, _, err := c.store.InitialState()
+		if err != nil {
+			return snapResult{err: fmt.Errorf("read raft state: %w", err)}
+		}
+		compact = min(compact, hs.GetCommit())
 		first, err := c.store.FirstIndex()
 		if err != nil {
 			return snapResult{err: fmt.Errorf("read first log index: %w", err)}
