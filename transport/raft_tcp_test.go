@@ -48,14 +48,24 @@ func TestRaftMessagesGoOverTCP(t *testing.T) {
 // over QUIC.
 func TestRaftMessagesFallBackToQUICWithoutTCP(t *testing.T) {
 	t.Parallel()
+	startPairOnQUIC(t, tcpRetryAfter)
+}
+
+// startPairOnQUIC starts controllers 1 and 2, 2 without its TCP
+// listener, and sends from 1 until 2 has its messages over QUIC; 1 tries
+// TCP again after retry.
+func startPairOnQUIC(t *testing.T, retry time.Duration) (a, b *testNode) {
+	t.Helper()
 	bs := clusterBundles(t, 2)
-	a := startNode(t, 1, bs[0], "", "")
-	b := startNode(t, 2, bs[1], "", "")
+	a = startNode(t, 1, bs[0], "", "")
+	b = startNode(t, 2, bs[1], "", "")
 	b.q.live.close()
+	a.q.tcpRetryAfter = retry
 	a.q.AddPeer(2, b.q.Addr().String())
 	sendUntilDelivered(t, a, b, 20)
 	require.False(t, a.q.PeerStatus(2).MessagesOverTCP)
 	require.Positive(t, testutil.ToFloat64(a.q.met.tcpFallback))
+	return a, b
 }
 
 // A stream that fell back to QUIC moves to TCP once TCP answers again,
@@ -64,15 +74,7 @@ func TestRaftMessagesFallBackToQUICWithoutTCP(t *testing.T) {
 // their state, and the messages then stayed on QUIC for good.
 func TestRaftMessagesMoveToTCPWhenItComesBack(t *testing.T) {
 	t.Parallel()
-	bs := clusterBundles(t, 2)
-	a := startNode(t, 1, bs[0], "", "")
-	b := startNode(t, 2, bs[1], "", "")
-	b.q.live.close()
-	a.q.tcpRetryAfter = 100 * time.Millisecond
-	a.q.AddPeer(2, b.q.Addr().String())
-	sendUntilDelivered(t, a, b, 20)
-	require.False(t, a.q.PeerStatus(2).MessagesOverTCP)
-	require.Positive(t, testutil.ToFloat64(a.q.met.tcpFallback))
+	a, b := startPairOnQUIC(t, 100*time.Millisecond)
 	require.Zero(t, testutil.ToFloat64(a.q.met.tcpUpgrades))
 
 	// TCP on the cluster port again, as after the peer's restore.
