@@ -357,13 +357,31 @@ func (e pebbleError) Error() string {
 }
 func (e pebbleError) Unwrap() error { return e.err }
 
+// L0 thresholds. Every flush of the memtable holds the HardState key
+// (written with each batch) beside a run of log entries, so every L0
+// file overlaps every other, each is a sublevel of its own, and at
+// Pebble's default of 4 sublevels it compacted L0 into the base level
+// every few flushes: rewriting log entries that the truncation after
+// the next snapshot deletes anyway, 6-10 % of each controller's CPU under
+// 16 writing ZooKeeper clients (docs/PERFORMANCE.md, "L0 compactions of
+// the raft log"). With 32, L0 holds the log that snapshots have not
+// truncated yet and compacts it once, mostly dropped. Writes stop only
+// at twice that (Pebble's default: 12), so a slow compaction never
+// stalls the log.
+const (
+	l0CompactionThreshold = 32
+	l0StopWritesThreshold = 2 * l0CompactionThreshold
+)
+
 // pebbleOptions configures Pebble for the store. Pebble's default reaction
 // to on-disk corruption found on a read path is Logger.Fatalf (process exit);
 // the store instead wants the read to fail with an error it can report (as
 // ErrCorrupt at Open, or to raft, which then halts this node only).
 func pebbleOptions(logger *slog.Logger) *pebble.Options {
 	return &pebble.Options{
-		Logger: pebbleLogger{logger},
+		L0CompactionThreshold: l0CompactionThreshold,
+		L0StopWritesThreshold: l0StopWritesThreshold,
+		Logger:                pebbleLogger{logger},
 		EventListener: &pebble.EventListener{
 			DataCorruption: func(info pebble.DataCorruptionInfo) {
 				logger.Error("pebble detected on-disk corruption", "path", info.Path, "err", info.Details.Error())
