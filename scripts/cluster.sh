@@ -3,6 +3,9 @@
 # benchmarks and manual testing.
 #   scripts/cluster.sh start [DIR]   # HTTP on :8081-8083, QUIC on :7081-7083
 #   scripts/cluster.sh stop  [DIR]
+# stop returns once the controllers have exited (after their stop
+# snapshot); start refuses while controllers of DIR still run, and waits
+# up to 60 s for a large state to be restored.
 # CORRAL_HTTP_BASE and CORRAL_CLUSTER_BASE move the ports (node i listens
 # on BASE+i), so two clusters can run side by side (scripts/bench-acl.sh).
 # CORRAL_ZK_BASE, when set, serves the ZooKeeper protocol too: node i on
@@ -19,6 +22,10 @@ peers="1@127.0.0.1:$((cluster_base + 1)),2@127.0.0.1:$((cluster_base + 2)),3@127
 
 case "$cmd" in
 start)
+	if pgrep -f -- "--data-dir=$dir/data-" >/dev/null; then
+		echo "controllers under $dir are already running; run: $0 stop $dir" >&2
+		exit 1
+	fi
 	mkdir -p "$dir"
 	# The CA is made once per DIR and its key stays in $dir/ca: the node
 	# dirs get no ca-key.pem, as on real machines.
@@ -50,7 +57,14 @@ start)
 			--controllers=$peers --tls-dir="$dir/tls-$i" "${zk[@]}" ${CORRAL_FLAGS:-} >"$dir/node-$i.log" 2>&1 &
 		echo $! >"$dir/node-$i.pid"
 	done
-	for _ in $(seq 1 100); do
+	# A controller restoring a large state (a few hundred MB) takes seconds
+	# before it serves: wait up to 60 s, and stop early if one exited.
+	for _ in $(seq 1 600); do
+		for i in 1 2 3; do
+			kill -0 "$(cat "$dir/node-$i.pid")" 2>/dev/null && continue
+			echo "controller $i exited; see $dir/node-$i.log" >&2
+			exit 1
+		done
 		if curl -fsS "http://127.0.0.1:$((http_base + 1))/readyz" >/dev/null 2>&1; then
 			echo "cluster up: endpoints http://127.0.0.1:$((http_base + 1)),http://127.0.0.1:$((http_base + 2)),http://127.0.0.1:$((http_base + 3))"
 			exit 0
@@ -69,6 +83,15 @@ stop)
 	# --kill-leader-every restarts the leaders it kills) have other pids:
 	# find them by their data dir.
 	pkill -f -- "--data-dir=$dir/data-" 2>/dev/null || true
+	# Wait for them to exit: a stopped controller snapshots its state
+	# first (up to 5 s, OPERATIONS.md "Snapshots"), and a start meanwhile
+	# finds its data dir locked and its ports taken.
+	for _ in $(seq 1 300); do
+		pgrep -f -- "--data-dir=$dir/data-" >/dev/null || exit 0
+		sleep 0.1
+	done
+	echo "controllers under $dir still running after 30 s" >&2
+	exit 1
 	;;
 *)
 	echo "usage: $0 start|stop [DIR]" >&2
