@@ -308,10 +308,7 @@ func (p *peer) openMessages(ctx context.Context, conn *quic.Conn) (w msgWriter, 
 // tryTCP dials the TCP message stream unless TCP failed recently; nil
 // means QUIC.
 func (p *peer) tryTCP(ctx context.Context, conn *quic.Conn) *tls.Conn {
-	p.mu.Lock()
-	skip := time.Now().Before(p.tcpRetry)
-	p.mu.Unlock()
-	if skip {
+	if p.tcpWaiting() {
 		return nil
 	}
 	tc, err := p.dialTCP(ctx, conn.RemoteAddr().String())
@@ -324,6 +321,15 @@ func (p *peer) tryTCP(ctx context.Context, conn *quic.Conn) *tls.Conn {
 		return nil
 	}
 	return tc
+}
+
+// writeHeader writes the message stream's header.
+func writeHeader(w msgWriter, hdr []byte) error {
+	_ = w.SetWriteDeadline(time.Now().Add(writeTimeout))
+	if _, err := w.Write(hdr); err != nil {
+		return fmt.Errorf("write stream header: %w", err)
+	}
+	return nil
 }
 
 func watchTCPAsync(tc *tls.Conn) <-chan error {
@@ -346,9 +352,8 @@ func (p *peer) serve(ctx context.Context, conn *quic.Conn) error {
 	if err != nil {
 		return err
 	}
-	_ = s.SetWriteDeadline(time.Now().Add(writeTimeout))
-	if _, err := s.Write(hdr); err != nil {
-		return fmt.Errorf("write stream header: %w", err)
+	if err := writeHeader(s, hdr); err != nil {
+		return err
 	}
 	p.setConnected(conn)
 	p.setLink(dead != nil)
@@ -383,8 +388,7 @@ func (p *peer) serve(ctx context.Context, conn *quic.Conn) error {
 			if tc == nil {
 				continue
 			}
-			_ = tc.SetWriteDeadline(time.Now().Add(writeTimeout))
-			if _, err := tc.Write(hdr); err != nil {
+			if err := writeHeader(tc, hdr); err != nil {
 				_ = tc.Close()
 				p.tcpFailed()
 				continue

@@ -119,6 +119,13 @@ func (p *peer) tcpFailed() {
 	p.mu.Unlock()
 }
 
+// tcpWaiting reports whether TCP failed within the last tcpRetryAfter.
+func (p *peer) tcpWaiting() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return time.Now().Before(p.tcpRetry)
+}
+
 // startUpgrade dials the TCP message stream in the background while the
 // messages go over QUIC, once tcpRetryAfter has passed since TCP last
 // failed; the channel delivers the stream, or nil. Without it a stream
@@ -127,10 +134,7 @@ func (p *peer) tcpFailed() {
 // dial had timed out while the peers restored their state, and all six
 // streams ran on QUIC from then on. Nil when it is not time yet.
 func (p *peer) startUpgrade(ctx context.Context, addr string) chan *tls.Conn {
-	p.mu.Lock()
-	wait := time.Now().Before(p.tcpRetry)
-	p.mu.Unlock()
-	if wait {
+	if p.tcpWaiting() {
 		return nil
 	}
 	ch := make(chan *tls.Conn, 1)

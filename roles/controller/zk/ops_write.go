@@ -58,36 +58,38 @@ func (c *conn) proposeZNode(what string, op metadata.Op, payload any) (metadata.
 // this controller does not have it: another session may have created it
 // a moment ago through another controller.
 func (c *conn) fresh(p string) (metadata.ZNodeInfo, bool, error) {
-	if n, ok := c.srv.lookup(p); ok {
-		return n, true, nil
+	return readFresh(c, p, c.srv.lookup)
+}
+
+// may checks perm on the node at p, NoNode if it is missing (as fresh,
+// after a linearizable read); it reads the ACL only, not the node's data.
+func (c *conn) may(p string, perm int32) error {
+	acl, ok, err := readFresh(c, p, c.srv.acl)
+	switch {
+	case err != nil:
+		return err
+	case !ok:
+		return jute.CodeNoNode
+	case !checkACL(acl, perm, c.authIDs()):
+		return jute.CodeNoAuth
+	}
+	return nil
+}
+
+// readFresh returns get(p), asking for a linearizable read first when
+// this controller does not have p (fresh says why).
+func readFresh[T any](c *conn, p string, get func(string) (T, bool)) (T, bool, error) {
+	if v, ok := get(p); ok {
+		return v, true, nil
 	}
 	ctx, cancel := c.srv.timeoutCtx(c.srv.cfg.ProposeTimeout)
 	defer cancel()
 	if err := c.srv.b.LinearizableRead(ctx); err != nil {
-		return metadata.ZNodeInfo{}, false, fmt.Errorf("read %s: %w", p, err)
+		var zero T
+		return zero, false, fmt.Errorf("read %s: %w", p, err)
 	}
-	n, ok := c.srv.lookup(p)
-	return n, ok, nil
-}
-
-// may checks perm on the node at p, NoNode if it is missing; as fresh,
-// it asks for a linearizable read before it calls a node missing.
-func (c *conn) may(p string, perm int32) error {
-	acl, ok := c.srv.acl(p)
-	if !ok {
-		ctx, cancel := c.srv.timeoutCtx(c.srv.cfg.ProposeTimeout)
-		defer cancel()
-		if err := c.srv.b.LinearizableRead(ctx); err != nil {
-			return fmt.Errorf("read %s: %w", p, err)
-		}
-		if acl, ok = c.srv.acl(p); !ok {
-			return jute.CodeNoNode
-		}
-	}
-	if !checkACL(acl, perm, c.authIDs()) {
-		return jute.CodeNoAuth
-	}
-	return nil
+	v, ok := get(p)
+	return v, ok, nil
 }
 
 func parentOf(p string) string {
