@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -64,19 +63,11 @@ func freeAddr(t *testing.T) string {
 		if portsUsed[p] {
 			continue
 		}
-		addr := fmt.Sprintf("127.0.0.1:%d", p)
-		l, err := net.Listen("tcp", addr)
-		if err != nil {
+		if !portFree(p) {
 			continue
 		}
-		u, err := net.ListenPacket("udp", addr)
-		l.Close()
-		if err != nil {
-			continue
-		}
-		u.Close()
 		portsUsed[p] = true
-		return addr
+		return fmt.Sprintf("127.0.0.1:%d", p)
 	}
 	t.Fatal("no free port in 20000-31999")
 	return ""
