@@ -56,9 +56,11 @@ func runSyncModes(args []string) error {
 	record := flags.Int("record", 400, "bytes per append (1-65536)")
 	gap := flags.Duration("gap", 500*time.Microsecond, "pause after each sync, as between a client's puts")
 	rounds := flags.Int("rounds", 2, "times through every mode (1-20)")
+	slowOver := flags.Duration("slow", 0, "print every sync slower than this, with the time it started (0: none)")
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
+	slow := newSlowLog(os.Stdout, *slowOver)
 	if *syncs < 1 || *syncs > 100000 || *record < 1 || *record > 65536 || *rounds < 1 || *rounds > 20 {
 		return errors.New("-syncs must be 1-100000, -record 1-65536 and -rounds 1-20")
 	}
@@ -75,7 +77,7 @@ func runSyncModes(args []string) error {
 	for r := 1; r <= *rounds; r++ {
 		for _, w := range writers {
 			for _, m := range syncModes {
-				d, err := syncRun(*dir, m, w, *syncs, *record, size, *gap)
+				d, err := syncRun(*dir, m, w, *syncs, *record, size, *gap, slow)
 				if err != nil {
 					return fmt.Errorf("%s, %d writers: %w", m.name, w, err)
 				}
@@ -89,7 +91,7 @@ func runSyncModes(args []string) error {
 
 // syncRun runs writers appenders at once, each on a file of its own
 // prepared by m, and returns every sync's duration, sorted.
-func syncRun(dir string, m syncMode, writers, syncs, record int, size int64, gap time.Duration) ([]time.Duration, error) {
+func syncRun(dir string, m syncMode, writers, syncs, record int, size int64, gap time.Duration, slow *slowLog) ([]time.Duration, error) {
 	var (
 		mu   sync.Mutex
 		all  []time.Duration
@@ -98,7 +100,7 @@ func syncRun(dir string, m syncMode, writers, syncs, record int, size int64, gap
 	)
 	for w := range writers {
 		wg.Go(func() {
-			d, err := syncFile(filepath.Join(dir, fmt.Sprintf("corral-syncmodes-%d-%d", os.Getpid(), w)), m, syncs, record, size, gap)
+			d, err := syncFile(filepath.Join(dir, fmt.Sprintf("corral-syncmodes-%d-%d", os.Getpid(), w)), m, syncs, record, size, gap, slow)
 			mu.Lock()
 			defer mu.Unlock()
 			all = append(all, d...)
@@ -113,7 +115,7 @@ func syncRun(dir string, m syncMode, writers, syncs, record int, size int64, gap
 	return all, nil
 }
 
-func syncFile(path string, m syncMode, syncs, record int, size int64, gap time.Duration) ([]time.Duration, error) {
+func syncFile(path string, m syncMode, syncs, record int, size int64, gap time.Duration, slow *slowLog) ([]time.Duration, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return nil, err
@@ -136,7 +138,9 @@ func syncFile(path string, m syncMode, syncs, record int, size int64, gap time.D
 		if err := unix.Fdatasync(int(f.Fd())); err != nil {
 			return nil, fmt.Errorf("fdatasync %s: %w", path, err)
 		}
-		out = append(out, time.Since(t))
+		d := time.Since(t)
+		out = append(out, d)
+		slow.note("fdatasync "+m.name, t, d)
 		time.Sleep(gap) // the workload's shape (a client between puts), not a wait for a condition
 	}
 	return out, nil

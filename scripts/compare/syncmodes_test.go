@@ -9,7 +9,7 @@ import (
 func TestSyncRun_EveryModeSyncsEveryAppendAndLeavesNoFile(t *testing.T) {
 	dir := t.TempDir()
 	for _, m := range syncModes {
-		d, err := syncRun(dir, m, 2, 5, 100, 500, 0)
+		d, err := syncRun(dir, m, 2, 5, 100, 500, 0, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", m.name, err)
 		}

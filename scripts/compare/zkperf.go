@@ -46,6 +46,7 @@ type zkPerfConfig struct {
 	jsonFile   string
 	skipLoad   bool
 	quiet      quietFlags // before each op run (quiet.go)
+	slow       *slowLog   // every op over -slow (slowlog.go); nil: none
 }
 
 type zkSystem struct {
@@ -154,10 +155,12 @@ func runZKPerf(args []string) error {
 	flags.StringVar(&cfg.jsonFile, "json", "", "also write every run as JSON to this file")
 	cfg.quiet.register(flags, "before each op run", 30*time.Second)
 	flags.BoolVar(&cfg.skipLoad, "skip-ops", false, "skip the create/setData/getData phase")
+	slow := flags.Duration("slow", 0, "print every op slower than this to stderr, with the time it started (0: none)")
 	flags.SetOutput(os.Stderr)
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
+	cfg.slow = newSlowLog(os.Stderr, *slow)
 	for _, c := range splitList(*clients) {
 		n, err := strconv.Atoi(c)
 		if err != nil || n < 1 || n > 1024 {
@@ -323,6 +326,7 @@ func runOp(s zkSystem, op string, c, round int, cfg zkPerfConfig) (*opRun, error
 					continue
 				}
 				mine = append(mine, t1.Sub(t0))
+				cfg.slow.note(s.Name+" "+op, t0, t1.Sub(t0))
 			}
 			mu.Lock()
 			lat = append(lat, mine...)
