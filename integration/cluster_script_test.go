@@ -3,7 +3,6 @@ package integration
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -170,20 +169,7 @@ func procAlive(pid int) bool {
 // for the scripts that put node i on BASE+i.
 func freeBase(t *testing.T) int {
 	t.Helper()
-	portsMu.Lock()
-	defer portsMu.Unlock()
-	for range 500 {
-		p := 20000 + rand.IntN(12000)
-		if portsUsed[p+1] || portsUsed[p+2] || portsUsed[p+3] || !portFree(p+1) || !portFree(p+2) || !portFree(p+3) {
-			continue
-		}
-		for i := 1; i <= 3; i++ {
-			portsUsed[p+i] = true
-		}
-		return p
-	}
-	t.Fatal("no three free ports in a row in 20000-31999")
-	return 0
+	return freePorts(t, 3) - 1
 }
 
 // portFree reports whether 127.0.0.1:p can be bound for TCP and UDP (QUIC).

@@ -56,21 +56,33 @@ var (
 // HTTP port taken, the node exiting with "address already in use").
 func freeAddr(t *testing.T) string {
 	t.Helper()
+	return fmt.Sprintf("127.0.0.1:%d", freePorts(t, 1))
+}
+
+// freePorts returns the first of n consecutive ports that freeAddr's rules
+// find free and that this process has not handed out, marking them.
+func freePorts(t *testing.T, n int) int {
+	t.Helper()
 	portsMu.Lock()
 	defer portsMu.Unlock()
-	for range 500 {
-		p := 20000 + rand.IntN(12000)
-		if portsUsed[p] {
-			continue
+	free := func(p int) bool {
+		for i := range n {
+			if portsUsed[p+i] || !portFree(p+i) {
+				return false
+			}
 		}
-		if !portFree(p) {
-			continue
-		}
-		portsUsed[p] = true
-		return fmt.Sprintf("127.0.0.1:%d", p)
+		return true
 	}
-	t.Fatal("no free port in 20000-31999")
-	return ""
+	for range 500 {
+		if p := 20000 + rand.IntN(12000-n); free(p) {
+			for i := range n {
+				portsUsed[p+i] = true
+			}
+			return p
+		}
+	}
+	t.Fatalf("no %d free ports in a row in 20000-31999", n)
+	return 0
 }
 
 // node is one corral process.
