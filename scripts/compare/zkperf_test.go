@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // A bad -ops value is refused before anything is dialed.
@@ -43,5 +44,34 @@ func TestPrintCostTablePools(t *testing.T) {
 	}
 	if cpu, sw := (&opRun{}).perOp(); cpu != 0 || sw != 0 {
 		t.Fatalf("a run without ops costs %v ms and %v switches per op", cpu, sw)
+	}
+}
+
+// With more than one round the op table comes again without round 1,
+// where ZooKeeper's JVM is cold.
+func TestPrintOpTablesLeaveOutTheColdRound(t *testing.T) {
+	cfg := zkPerfConfig{systems: []zkSystem{{Name: "corral"}}, ops: []string{"setData"}, clients: []int{16}, rounds: 2, duration: time.Second}
+	ms := func(n int) []time.Duration { return []time.Duration{time.Duration(n) * time.Millisecond} }
+	// Round 1: three ops at 1 ms; round 2: one at 3 ms. Pooled: 2 ops/s,
+	// p50 1 ms; warm: 1 op/s, p50 3 ms.
+	runs := []*opRun{
+		{System: "corral", Op: "setData", Clients: 16, Round: 1, Seconds: 1, lat: append(append(ms(1), ms(1)...), ms(1)...)},
+		{System: "corral", Op: "setData", Clients: 16, Round: 2, Seconds: 1, lat: ms(3)},
+	}
+	var b strings.Builder
+	printOpTables(&b, cfg, runs)
+	out := b.String()
+	warm := strings.Index(out, "rounds 2-2 pooled, every system warm")
+	if !strings.Contains(out, "2 rounds pooled") || warm < 0 || !strings.Contains(out[:warm], "| setData | 16 | 2 | 1.00 | 3.00 |") {
+		t.Fatalf("want a pooled table and a warm one:\n%s", out)
+	}
+	if row := "| setData | 16 | 1 | 3.00 | 3.00 |"; !strings.Contains(out[warm:], row) {
+		t.Fatalf("want the warm row %q (round 2 only) in:\n%s", row, out[warm:])
+	}
+	cfg.rounds = 1
+	b.Reset()
+	printOpTables(&b, cfg, runs[:1])
+	if strings.Contains(b.String(), "warm") {
+		t.Fatalf("one round printed a warm table:\n%s", b.String())
 	}
 }
