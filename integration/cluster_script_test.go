@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -27,12 +28,12 @@ func TestClusterScript_StartRefusesARunningDirAndStopWaits(t *testing.T) {
 	dir := t.TempDir()
 	sh := clusterScript(t, dir, freeBase(t), freeBase(t))
 
-	out, err := sh("start")
+	out, err := sh.run("start")
 	require.NoError(t, err, out)
 	require.Contains(t, out, "cluster up")
 	pids := clusterPids(t, dir)
 
-	out, err = sh("start")
+	out, err = sh.run("start")
 	requireExit1(t, err, out)
 	require.Contains(t, out, "already running")
 	require.Equal(t, pids, clusterPids(t, dir), "a refused start left the pid files alone")
@@ -40,23 +41,28 @@ func TestClusterScript_StartRefusesARunningDirAndStopWaits(t *testing.T) {
 		require.True(t, procAlive(p), "controller pid %d was stopped by a refused start", p)
 	}
 
-	// A slow stop snapshot, made deterministic: controller 1 is stopped
-	// (SIGSTOP) and let go half a second after the script's SIGTERM
-	// reached it, as a snapshot of a larger state would take.
+	// A slow stop snapshot, made deterministic: controller 1 is held
+	// (SIGSTOP) until the script is in its wait loop, which it enters only
+	// after its kill, once it finds a controller still running. A stop
+	// that did not wait returns with controller 1 still held.
 	require.NoError(t, syscall.Kill(pids[0], syscall.SIGSTOP))
-	released := make(chan error, 1)
-	go func() { released <- contOnceTermPending(pids[0]) }()
-	out, err = sh("stop")
-	require.NoError(t, err, out)
+	t.Cleanup(func() { _ = syscall.Kill(pids[0], syscall.SIGCONT) })
+	var stopOut bytes.Buffer
+	stop := sh.command("stop")
+	stop.Stdout, stop.Stderr = &stopOut, &stopOut
+	require.NoError(t, stop.Start())
+	released := make(chan bool, 1)
+	go func() { released <- contWhenWaiting(stop.Process.Pid, pids[0]) }()
+	require.NoError(t, stop.Wait(), stopOut.String())
+	require.True(t, <-released, "stop returned without waiting for the controllers: %s", stopOut.String())
 	for _, p := range pids {
 		require.False(t, procAlive(p), "controller pid %d still runs after stop returned", p)
 	}
-	require.NoError(t, <-released)
 
-	out, err = sh("start") // at once, on the same data dirs
+	out, err = sh.run("start") // at once, on the same data dirs
 	require.NoError(t, err, out)
 	require.Contains(t, out, "cluster up")
-	out, err = sh("stop")
+	out, err = sh.run("stop")
 	require.NoError(t, err, out)
 }
 
@@ -71,7 +77,7 @@ func TestClusterScript_StartNamesAControllerThatExited(t *testing.T) {
 	defer taken.Close()
 	sh := clusterScript(t, dir, freeBase(t), clusterBase)
 
-	out, err := sh("start")
+	out, err := sh.run("start")
 	requireExit1(t, err, out)
 	require.Contains(t, out, "controller 1 exited")
 	require.Contains(t, out, filepath.Join(dir, "node-1.log"))
@@ -83,51 +89,79 @@ func requireCurl(t *testing.T) {
 	require.NoError(t, err, "scripts/cluster.sh polls the cluster with curl: install it (apt-get install curl)")
 }
 
-// clusterScript runs scripts/cluster.sh CMD DIR with this test's binary and
-// ports; a cleanup stops whatever it started.
-func clusterScript(t *testing.T, dir string, httpBase, clusterBase int) func(cmd string) (string, error) {
+// clusterSh runs scripts/cluster.sh CMD DIR with this test's binary and
+// ports.
+type clusterSh struct {
+	script, dir           string
+	httpBase, clusterBase int
+}
+
+// clusterScript returns a runner of scripts/cluster.sh on dir; a cleanup
+// stops whatever it started.
+func clusterScript(t *testing.T, dir string, httpBase, clusterBase int) clusterSh {
 	t.Helper()
 	script, err := filepath.Abs("../scripts/cluster.sh")
 	require.NoError(t, err)
-	sh := func(cmd string) (string, error) {
-		c := exec.Command("bash", script, cmd, dir)
-		c.Env = append(os.Environ(), "CORRAL_BIN="+corralBin,
-			"CORRAL_HTTP_BASE="+strconv.Itoa(httpBase), "CORRAL_CLUSTER_BASE="+strconv.Itoa(clusterBase))
-		out, err := c.CombinedOutput()
-		return string(out), err
-	}
+	sh := clusterSh{script: script, dir: dir, httpBase: httpBase, clusterBase: clusterBase}
 	t.Cleanup(func() {
-		if out, err := sh("stop"); err != nil {
+		if out, err := sh.run("stop"); err != nil {
 			t.Logf("cleanup: cluster.sh stop: %v: %s", err, out)
 		}
 	})
 	return sh
 }
 
-// contOnceTermPending waits (up to 30 s) for a SIGTERM to be pending at
-// the stopped process pid, then continues it half a second later: the
-// time stands for a stop snapshot's, it is not a wait for a condition.
-func contOnceTermPending(pid int) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-		if err != nil {
-			return fmt.Errorf("read status of %d: %w", pid, err)
+func (sh clusterSh) command(cmd string) *exec.Cmd {
+	c := exec.Command("bash", sh.script, cmd, sh.dir)
+	c.Env = append(os.Environ(), "CORRAL_BIN="+corralBin,
+		"CORRAL_HTTP_BASE="+strconv.Itoa(sh.httpBase), "CORRAL_CLUSTER_BASE="+strconv.Itoa(sh.clusterBase))
+	return c
+}
+
+func (sh clusterSh) run(cmd string) (string, error) {
+	out, err := sh.command(cmd).CombinedOutput()
+	return string(out), err
+}
+
+// contWhenWaiting continues the stopped process pid once the script
+// (scriptPid) is in its wait loop, seen as a `sleep` child of it; it
+// reports false, leaving pid stopped, if the script ends first or 30 s
+// pass.
+func contWhenWaiting(scriptPid, pid int) bool {
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(30 * time.Second)
+	for {
+		if hasChild(scriptPid, "sleep") {
+			return syscall.Kill(pid, syscall.SIGCONT) == nil
 		}
-		for _, line := range strings.Split(string(b), "\n") {
-			mask, ok := strings.CutPrefix(line, "ShdPnd:")
-			if !ok {
-				continue
-			}
-			if m, err := strconv.ParseUint(strings.TrimSpace(mask), 16, 64); err == nil && m&(1<<(syscall.SIGTERM-1)) != 0 {
-				time.Sleep(500 * time.Millisecond)
-				return syscall.Kill(pid, syscall.SIGCONT)
-			}
+		if !procAlive(scriptPid) {
+			return false
 		}
-		time.Sleep(5 * time.Millisecond)
+		select {
+		case <-tick.C:
+		case <-deadline:
+			return false
+		}
 	}
-	_ = syscall.Kill(pid, syscall.SIGCONT)
-	return fmt.Errorf("no SIGTERM reached %d in 30 s", pid)
+}
+
+// hasChild reports whether a process named comm has parent ppid.
+func hasChild(ppid int, comm string) bool {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return false
+	}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if c, _, parent, ok := procStat(pid); ok && parent == ppid && c == comm {
+			return true
+		}
+	}
+	return false
 }
 
 func requireExit1(t *testing.T, err error, out string) {
@@ -155,14 +189,29 @@ func clusterPids(t *testing.T, dir string) []int {
 // zombie (the script's children are reparented, and whoever reaps them
 // may not have yet).
 func procAlive(pid int) bool {
+	_, state, _, ok := procStat(pid)
+	return ok && state != 'Z' && state != 'X'
+}
+
+// procStat reads a process's name, state and parent from /proc/PID/stat.
+func procStat(pid int) (comm string, state byte, ppid int, ok bool) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return false
+		return "", 0, 0, false
 	}
-	// The state follows the command name's closing parenthesis.
+	// "PID (COMM) STATE PPID ...": the name may hold spaces and
+	// parentheses, so it ends at the last ')'.
 	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z' && s[i+2] != 'X'
+	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if open < 0 || end < open {
+		return "", 0, 0, false
+	}
+	f := strings.Fields(s[end+1:])
+	if len(f) < 2 || len(f[0]) != 1 {
+		return "", 0, 0, false
+	}
+	ppid, err = strconv.Atoi(f[1])
+	return s[open+1 : end], f[0][0], ppid, err == nil
 }
 
 // freeBase returns a port p such that p+1..p+3 are free for TCP and UDP,
