@@ -169,7 +169,7 @@ func TestZK_DeadClientsSessionExpires(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real controller processes")
 	}
-	c := newZKCluster(t)
+	c := newZKCluster(t, "--enable-pprof")
 	watcher := zkConnect(t, c.addrs(2), 6*time.Second)
 	script := `
 import sys, time
@@ -201,7 +201,8 @@ time.sleep(600)
 		require.Equal(t, "/gone", ev.Path)
 		t.Logf("the dead client's session expired and its node went %v after the kill", time.Since(killed).Round(time.Millisecond))
 	case <-time.After(60 * time.Second):
-		t.Fatal("the dead client's ephemeral node was never deleted")
+		c.dumpZNodeViews(t, "/gone")
+		t.Fatal("the dead client's ephemeral node was never deleted, or its watch never fired")
 	}
 	ok, _, err = watcher.Exists("/gone")
 	require.NoError(t, err)
