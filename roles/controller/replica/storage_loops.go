@@ -3,6 +3,7 @@ package replica
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 
 	"go.etcd.io/raft/v3"
@@ -115,6 +116,7 @@ func (c *Replica) appendLoop() error {
 		case <-c.halt:
 			return nil
 		}
+		yieldBeforeWrite()
 		msgs := c.appendQ.take(nil)
 		for len(msgs) > 0 {
 			n := appendGroup(msgs)
@@ -125,6 +127,23 @@ func (c *Replica) appendLoop() error {
 			}
 			msgs = msgs[n:]
 		}
+	}
+}
+
+// yieldBeforeWrite lets the goroutines already waiting for the processor
+// run before the append loop's write. The raft loop wakes the append loop
+// and the transport's writers for the same Ready, and the writer woken
+// first can queue behind the append loop. With one P (the processor pacer
+// runs a lightly loaded controller on one, roles/procpace), a goroutine in
+// fdatasync keeps it until the runtime's monitor takes it back, which after
+// an idle stretch is most of a sync: a leader's appends to its followers
+// then left after its own sync instead of before, a quarter of a
+// millisecond on a one-client write's path (docs/PERFORMANCE.md, "The
+// leader's sends before its own sync"). With more Ps an idle one runs
+// them, so there is nothing to yield for.
+func yieldBeforeWrite() {
+	if runtime.GOMAXPROCS(0) == 1 {
+		runtime.Gosched()
 	}
 }
 
