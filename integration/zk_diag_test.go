@@ -30,7 +30,10 @@ func (c *zkCluster) dumpZNodeViews(t *testing.T, path string) {
 		}
 		t.Logf("node %d: %s exists: %s", id, path, zkExistsOn(c.zkAddr[id], path))
 		t.Logf("node %d: metrics:\n%s", id, grepLines(httpText(n.endpoint()+"/metrics"), "corral_zk_"))
-		if g := httpText(n.endpoint() + "/debug/pprof/goroutine?debug=1"); g != "" {
+	}
+	// The stacks last: CI's excerpt of a long failure keeps its start.
+	for id := uint64(1); id <= uint64(len(c.nodes)); id++ {
+		if g := httpText(c.nodes[id].endpoint() + "/debug/pprof/goroutine?debug=1"); g != "" {
 			t.Logf("node %d: goroutines in zk and replica:\n%s", id, stacksWith(g, "/roles/controller/zk", "/roles/controller/replica"))
 		}
 	}
