@@ -13,25 +13,33 @@ import (
 // accepts (0 when the node does not answer).
 func metricSum(t *testing.T, n *node, keep func(line string) bool) float64 {
 	t.Helper()
-	resp, err := http.Get(n.endpoint() + "/metrics")
-	if err != nil {
-		return 0
-	}
-	defer resp.Body.Close()
 	var sum float64
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !keep(line) {
-			continue
-		}
+	for _, line := range metricLines(n, keep) {
 		f := strings.Fields(line)
 		if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
 			sum += v
 		}
 	}
 	return sum
+}
+
+// metricLines returns the lines of a node's /metrics that keep accepts
+// (none when the node does not answer).
+func metricLines(n *node, keep func(line string) bool) []string {
+	resp, err := http.Get(n.endpoint() + "/metrics")
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	var out []string
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if line := sc.Text(); keep(line) {
+			out = append(out, line)
+		}
+	}
+	return out
 }
 
 // metricValue sums every sample of a metric family on a node's /metrics.

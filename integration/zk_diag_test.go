@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -29,7 +28,8 @@ func (c *zkCluster) dumpZNodeViews(t *testing.T, path string) {
 			t.Logf("node %d: no cluster info: %v", id, err)
 		}
 		t.Logf("node %d: %s exists: %s", id, path, zkExistsOn(c.zkAddr[id], path))
-		t.Logf("node %d: metrics:\n%s", id, grepLines(httpText(n.endpoint()+"/metrics"), "corral_zk_"))
+		zkMetric := func(line string) bool { return strings.HasPrefix(line, "corral_zk_") }
+		t.Logf("node %d: metrics:\n%s", id, strings.Join(metricLines(n, zkMetric), "\n"))
 	}
 	// The stacks last: CI's excerpt of a long failure keeps its start.
 	for id := uint64(1); id <= uint64(len(c.nodes)); id++ {
@@ -78,18 +78,6 @@ func httpText(url string) string {
 	}
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 	return string(b)
-}
-
-// grepLines keeps the lines of text that start with prefix.
-func grepLines(text, prefix string) string {
-	var out []string
-	sc := bufio.NewScanner(strings.NewReader(text))
-	for sc.Scan() {
-		if strings.HasPrefix(sc.Text(), prefix) {
-			out = append(out, sc.Text())
-		}
-	}
-	return strings.Join(out, "\n")
 }
 
 // stacksWith keeps the goroutine groups of a debug=1 goroutine profile
