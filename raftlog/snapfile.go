@@ -206,7 +206,11 @@ func (s *Store) writeFileSynced(path string, header []byte, size int64, write fu
 		_ = f.Close()
 		return 0, err
 	}
-	bw := bufio.NewWriterSize(f, snapWriteBuffer)
+	var out io.Writer = f
+	if !s.opts.NoSync {
+		out = &pacedFile{f: f}
+	}
+	bw := bufio.NewWriterSize(out, snapWriteBuffer)
 	sw := &snapWriter{w: bw}
 	if _, err := sw.Write(header); err != nil {
 		return fail(err)
@@ -229,6 +233,42 @@ func (s *Store) writeFileSynced(path string, header []byte, size int64, write fu
 		}
 	}
 	return sw.crc, f.Close()
+}
+
+// pacedFile writes a snapshot file and starts the kernel's writeback of
+// what it wrote every writebackEvery bytes, waiting for the previous
+// ranges' writeback first, as Pebble's BytesPerSync and RocksDB's
+// bytes_per_sync do. Without it a snapshot of 140 MB sat in the page
+// cache until its one fsync pushed all of it to the disk at once, and the
+// raft log's small synced writes, of this controller and of the others
+// sharing the disk, queued behind it: 13-18 log syncs over 25 ms in 8 s
+// of 128 ZooKeeper clients writing, against 0-3 with the pacing
+// (docs/PERFORMANCE.md, "Snapshots off the request path"). The pace also
+// keeps the writer from running ahead of the disk.
+type pacedFile struct {
+	f       *os.File
+	written int64 // bytes written
+	started int64 // bytes whose writeback has been started
+}
+
+// writebackEvery is how many bytes a snapshot writes between the starts
+// of their writeback: a few milliseconds of the disk's time per range.
+const writebackEvery = 4 << 20
+
+func (p *pacedFile) Write(b []byte) (int, error) {
+	n, err := p.f.Write(b)
+	p.written += int64(n)
+	if err != nil {
+		return n, err
+	}
+	if p.written-p.started >= writebackEvery {
+		// From 0: the wait covers the earlier ranges still being written.
+		if err := startWriteback(p.f, 0, p.written); err != nil {
+			return n, fmt.Errorf("start writeback of the snapshot file: %w", err)
+		}
+		p.started = p.written
+	}
+	return n, nil
 }
 
 // snapWriteBuffer is the write size of a snapshot file: large enough that
