@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"runtime"
 	"unsafe"
 )
 
@@ -253,6 +254,11 @@ func (e *snapEncoder) flush() {
 	e.n += int64(n)
 	e.err = err
 	e.b = e.b[:0]
+	// A snapshot is written beside the requests, on a processor they
+	// need. Go preempts a running goroutine only after a 10 ms time slice,
+	// so a request woken behind the encoder waited for up to that long;
+	// a buffer's worth of encoding is under a millisecond.
+	runtime.Gosched()
 }
 
 func kvRecordLen(it item) int {
