@@ -26,6 +26,18 @@
 // one P than on more for the same work, so the two do not chase each
 // other.
 //
+// A collection is load the periods see too late. Marking a large heap (a
+// controller holding a few hundred thousand znodes marks 240 MB) is a
+// quarter to half a second of CPU; on one P it queued the requests behind
+// it and set a 16-client write's p99 (docs/PERFORMANCE.md, "All
+// processors for a collection"), and it is over before the periods raise
+// the Ps. So a process whose live heap is at least GCHeap also takes all
+// of them when its heap, growing at the rate of the last period, will
+// within two periods have used GCNear of the room the collector leaves it
+// before the next collection (the earliest point at which the runtime
+// starts one), and keeps them while that holds, through the marking; a
+// small heap's marking is short and changes nothing.
+//
 // An operator's GOMAXPROCS environment variable wins: the pacer is not
 // started (see Wanted).
 package procpace
@@ -61,6 +73,14 @@ const (
 	// MinEvents is the sampled scheduling events a period needs for its
 	// mean latency to count: an idle process's few wake-ups say nothing.
 	MinEvents = 20
+	// DefaultGCHeap is the live heap from which a coming collection
+	// raises the Ps: below it a mark takes a few milliseconds.
+	DefaultGCHeap = 64 << 20
+	// DefaultGCNear is how much of the room between the live heap and the
+	// collector's goal the heap has used when a collection may start: the
+	// runtime starts marking between 0.7 and 0.95 of it, at 0.68-0.72
+	// for a controller of 240 MB live under 16 writing clients.
+	DefaultGCNear = 0.7
 )
 
 // Sample is what the process has used so far.
@@ -72,6 +92,10 @@ type Sample struct {
 	// the goroutines' transitions from runnable to running).
 	Wait   time.Duration
 	Events uint64
+	// Heap is the heap's objects, live and not yet swept; Live is what
+	// the last collection found live, Goal the heap at which the
+	// collector aims to finish the next one (runtime/metrics).
+	Heap, Live, Goal uint64
 }
 
 // Config configures Run. Zero fields take the defaults.
@@ -86,6 +110,10 @@ type Config struct {
 	Up, Down           float64
 	DelayUp, DelayDown time.Duration
 	DownPeriods        int
+	// GCHeap and GCNear say when a coming collection raises the Ps (see
+	// the package doc).
+	GCHeap uint64
+	GCNear float64
 	// Read samples the process (default: getrusage and runtime/metrics).
 	// Now is the clock (default time.Now).
 	Read func() Sample
@@ -112,6 +140,7 @@ func Wanted(getenv func(string) string) bool {
 type load struct {
 	cores float64       // CPU used over wall time
 	delay time.Duration // mean scheduling latency; 0 with too few events
+	gc    bool          // a collection of a large heap is near or under way
 }
 
 // governor decides the Ps from one period at a time.
@@ -123,8 +152,8 @@ type governor struct {
 
 // next returns the Ps for the period after one with load l.
 func (g *governor) next(l load) int {
-	busy := l.cores >= g.cfg.Up || l.delay >= g.cfg.DelayUp
-	light := l.cores < g.cfg.Down && l.delay < g.cfg.DelayDown
+	busy := l.cores >= g.cfg.Up || l.delay >= g.cfg.DelayUp || l.gc
+	light := l.cores < g.cfg.Down && l.delay < g.cfg.DelayDown && !l.gc
 	switch {
 	case g.procs == 1 && busy:
 		g.procs, g.low = g.cfg.Max, 0
@@ -140,12 +169,27 @@ func (g *governor) next(l load) int {
 }
 
 // measure is the load between two samples taken wall apart.
-func measure(prev, cur Sample, wall time.Duration) load {
-	l := load{cores: float64(cur.CPU-prev.CPU) / float64(wall)}
+func (c Config) measure(prev, cur Sample, wall time.Duration) load {
+	l := load{cores: float64(cur.CPU-prev.CPU) / float64(wall), gc: c.gcNear(prev, cur)}
 	if n := cur.Events - prev.Events; n >= MinEvents && cur.Wait >= prev.Wait {
 		l.delay = (cur.Wait - prev.Wait) / time.Duration(n)
 	}
 	return l
+}
+
+// gcNear reports whether cur's heap is large and, growing as it did since
+// prev, will within two periods have used GCNear of the room before its
+// collector's goal: its next collection is near, or under way (the heap
+// goes on growing while it marks, and falls once it is done).
+func (c Config) gcNear(prev, cur Sample) bool {
+	if cur.Live < c.GCHeap || cur.Goal <= cur.Live {
+		return false
+	}
+	ahead := cur.Heap
+	if cur.Heap > prev.Heap {
+		ahead += 2 * (cur.Heap - prev.Heap)
+	}
+	return float64(ahead) >= float64(cur.Live)+c.GCNear*float64(cur.Goal-cur.Live)
 }
 
 // Run sets GOMAXPROCS from every period's load until ctx ends, then puts
@@ -174,13 +218,13 @@ func Run(ctx context.Context, cfg Config) {
 		if wall <= 0 {
 			continue
 		}
-		l := measure(last, cur, wall)
+		l := cfg.measure(last, cur, wall)
 		last, lastAt = cur, at
 		prev := g.procs
 		if p := g.next(l); p != prev {
 			cfg.Set(p)
 			cfg.Logger.Debug("gomaxprocs changed", "procs", p, "was", prev, "cpu_cores", l.cores,
-				"sched_delay", l.delay)
+				"sched_delay", l.delay, "gc_near", l.gc)
 		}
 	}
 }
@@ -207,6 +251,12 @@ func (c Config) withDefaults() Config {
 	if c.DownPeriods <= 0 {
 		c.DownPeriods = DefaultDownPeriods
 	}
+	if c.GCHeap == 0 {
+		c.GCHeap = DefaultGCHeap
+	}
+	if c.GCNear <= 0 || c.GCNear > 1 {
+		c.GCNear = DefaultGCNear
+	}
 	if c.Read == nil {
 		c.Read = newProcessReader().read
 	}
@@ -228,11 +278,24 @@ func (c Config) withDefaults() Config {
 type processReader struct{ m []metrics.Sample }
 
 func newProcessReader() *processReader {
-	return &processReader{m: []metrics.Sample{{Name: "/sched/latencies:seconds"}}}
+	return &processReader{m: []metrics.Sample{
+		{Name: "/sched/latencies:seconds"},
+		{Name: "/memory/classes/heap/objects:bytes"},
+		{Name: "/gc/heap/live:bytes"},
+		{Name: "/gc/heap/goal:bytes"},
+	}}
+}
+
+// uint64Metric is a sample's value, 0 if this runtime does not have it.
+func uint64Metric(s metrics.Sample) uint64 {
+	if s.Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s.Value.Uint64()
 }
 
 // read samples the process's CPU time (getrusage) and the runtime's
-// scheduling latencies.
+// scheduling latencies and heap.
 func (p *processReader) read() Sample {
 	var s Sample
 	var ru syscall.Rusage
@@ -240,6 +303,7 @@ func (p *processReader) read() Sample {
 		s.CPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	}
 	metrics.Read(p.m)
+	s.Heap, s.Live, s.Goal = uint64Metric(p.m[1]), uint64Metric(p.m[2]), uint64Metric(p.m[3])
 	if p.m[0].Value.Kind() != metrics.KindFloat64Histogram {
 		return s
 	}

@@ -70,13 +70,13 @@ func TestGovernorKeepsOnePBetweenTheBounds(t *testing.T) {
 func TestMeasure(t *testing.T) {
 	prev := Sample{CPU: time.Second, Wait: time.Millisecond, Events: 100}
 	cur := Sample{CPU: time.Second + 50*time.Millisecond, Wait: 5 * time.Millisecond, Events: 140}
-	l := measure(prev, cur, 100*time.Millisecond)
+	l := testConfig().measure(prev, cur, 100*time.Millisecond)
 	require.InDelta(t, 0.5, l.cores, 1e-9)
 	require.Equal(t, 100*time.Microsecond, l.delay) // 4 ms over 40 events
 
 	few := cur
 	few.Events = prev.Events + MinEvents - 1
-	require.Zero(t, measure(prev, few, 100*time.Millisecond).delay, "too few events to judge")
+	require.Zero(t, testConfig().measure(prev, few, 100*time.Millisecond).delay, "too few events to judge")
 }
 
 func TestWanted(t *testing.T) {
