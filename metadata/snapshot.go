@@ -121,7 +121,9 @@ func (c *SnapshotCut) Len() int64 {
 		}
 		c.metaLen = uvarintLen(c.applied) + uvarintLen(uint64(c.rev)) + uvarintLen(uint64(len(c.cid))) + len(c.cid)
 		c.kvLen = uvarintLen(uint64(c.tree.Len()))
+		var y yielder
 		c.tree.Scan(func(it item) bool {
+			y.step()
 			c.kvLen += kvRecordLen(it)
 			return true
 		})
@@ -259,6 +261,21 @@ func (e *snapEncoder) flush() {
 	// so a request woken behind the encoder waited for up to that long;
 	// a buffer's worth of encoding is under a millisecond.
 	runtime.Gosched()
+}
+
+// yielder lets the passes of a snapshot before its encoding (sorting or
+// merging the znodes' order, sizing the sections: tens to hundreds of
+// milliseconds at a few hundred thousand znodes) give their processor up
+// every yieldEvery steps, for the reason snapEncoder.flush does.
+type yielder struct{ n int }
+
+// yieldEvery steps of a pass take a few hundred microseconds.
+const yieldEvery = 4096
+
+func (y *yielder) step() {
+	if y.n++; y.n%yieldEvery == 0 {
+		runtime.Gosched()
+	}
 }
 
 func kvRecordLen(it item) int {

@@ -63,3 +63,47 @@ func TestSnapshotEncoderLetsWokenGoroutinesRun(t *testing.T) {
 	// delay the woken goroutine past a write now and then.
 	require.LessOrEqual(t, late, rounds/4, "rounds in which a woken goroutine waited behind the encoder")
 }
+
+// firstWriteProbe records whether a goroutine started before the
+// snapshot had run by the snapshot's first write.
+type firstWriteProbe struct {
+	ran    *atomic.Bool
+	writes int
+	early  bool // the goroutine had run by the first write
+}
+
+func (p *firstWriteProbe) Write(b []byte) (int, error) {
+	p.writes++
+	if p.writes == 1 {
+		p.early = p.ran.Load()
+	}
+	return len(b), nil
+}
+
+// The passes before a snapshot's first byte (the znodes' order, sorted
+// for the first cut and merged for later ones, and the sections' sizes)
+// yield too: on one P a goroutine made runnable just before the
+// snapshot starts runs before its first write.
+func TestSnapshotPassesLetOtherGoroutinesRun(t *testing.T) {
+	a := newApplier(t)
+	for i := range 20000 {
+		require.NoError(t, zcreate(t, a, fmt.Sprintf("/n%05d", i), nil).Err)
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	for _, cut := range []string{"first (sorted)", "second (merged)"} {
+		var ran atomic.Bool
+		done := make(chan struct{})
+		go func() {
+			ran.Store(true)
+			close(done)
+		}()
+		p := &firstWriteProbe{ran: &ran}
+		c := a.s.Cut()
+		_, err := c.WriteTo(p)
+		c.Release()
+		require.NoError(t, err)
+		<-done
+		require.True(t, p.early, "%s cut: the goroutine waited for the snapshot's passes", cut)
+		require.NoError(t, a.apply(zcmd(t, OpZNodeSetData, ZNodeSetData{Path: "/n00007", Data: []byte("x"), Version: -1})).Err)
+	}
+}

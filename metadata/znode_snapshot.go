@@ -42,7 +42,8 @@ func sortedZNodes(nodes map[string]*ZNode) []pathNode {
 	for p, n := range nodes {
 		out = append(out, pathNode{p, n})
 	}
-	slices.SortFunc(out, func(a, b pathNode) int { return strings.Compare(a.path, b.path) })
+	var y yielder
+	slices.SortFunc(out, func(a, b pathNode) int { y.step(); return strings.Compare(a.path, b.path) })
 	return out
 }
 
@@ -64,7 +65,9 @@ func encodeZNodes(nodes map[string]*ZNode) []byte {
 // zNodesLen is the length of the znode section's encoding of sorted.
 func zNodesLen(sorted []pathNode) int {
 	size := uvarintLen(uint64(len(sorted)))
+	var y yielder
 	for _, e := range sorted {
+		y.step()
 		size += znodeRecordLen(e.path, e.n)
 	}
 	return size
@@ -275,9 +278,11 @@ func orderZNodes(nodes map[string]*ZNode, prev []pathNode, touched map[string]st
 			moved = append(moved, pathNode{p, n})
 		}
 	}
-	slices.SortFunc(moved, func(a, b pathNode) int { return strings.Compare(a.path, b.path) })
+	var y yielder
+	slices.SortFunc(moved, func(a, b pathNode) int { y.step(); return strings.Compare(a.path, b.path) })
 	out := make([]pathNode, 0, len(nodes))
 	for len(prev) > 0 || len(moved) > 0 {
+		y.step()
 		switch {
 		case len(moved) == 0 || len(prev) > 0 && prev[0].path < moved[0].path:
 			if _, changed := touched[prev[0].path]; !changed {
