@@ -10,21 +10,27 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// yieldProbe is a snapshot's writer that, at its first write, wakes a
-// goroutine standing for a request, and at every later one records
-// whether that goroutine has run yet.
+// yieldProbe is a snapshot's writer that watches a goroutine standing
+// for a request: at its first write it records whether that goroutine has
+// run already, and wakes it (wake, when set); at every later one it
+// counts the writes made before it ran.
 type yieldProbe struct {
 	wake   chan struct{}
 	ran    *atomic.Bool
 	writes int
-	late   int // later writes before the woken goroutine ran
+	early  bool // the goroutine had run by the first write
+	late   int  // later writes before the goroutine ran
 }
 
 func (p *yieldProbe) Write(b []byte) (int, error) {
 	p.writes++
-	if p.writes == 1 {
-		close(p.wake)
-	} else if !p.ran.Load() {
+	switch {
+	case p.writes == 1:
+		p.early = p.ran.Load()
+		if p.wake != nil {
+			close(p.wake)
+		}
+	case !p.ran.Load():
 		p.late++
 	}
 	return len(b), nil
@@ -64,22 +70,6 @@ func TestSnapshotEncoderLetsWokenGoroutinesRun(t *testing.T) {
 	require.LessOrEqual(t, late, rounds/4, "rounds in which a woken goroutine waited behind the encoder")
 }
 
-// firstWriteProbe records whether a goroutine started before the
-// snapshot had run by the snapshot's first write.
-type firstWriteProbe struct {
-	ran    *atomic.Bool
-	writes int
-	early  bool // the goroutine had run by the first write
-}
-
-func (p *firstWriteProbe) Write(b []byte) (int, error) {
-	p.writes++
-	if p.writes == 1 {
-		p.early = p.ran.Load()
-	}
-	return len(b), nil
-}
-
 // The passes before a snapshot's first byte (the znodes' order, sorted
 // for the first cut and merged for later ones, and the sections' sizes)
 // yield too: on one P a goroutine made runnable just before the
@@ -97,7 +87,7 @@ func TestSnapshotPassesLetOtherGoroutinesRun(t *testing.T) {
 			ran.Store(true)
 			close(done)
 		}()
-		p := &firstWriteProbe{ran: &ran}
+		p := &yieldProbe{ran: &ran}
 		c := a.s.Cut()
 		_, err := c.WriteTo(p)
 		c.Release()
