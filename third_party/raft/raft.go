@@ -825,10 +825,9 @@ func (r *raft) appendEntry(es ...*pb.Entry) (accepted bool) {
 	li := r.raftLog.lastIndex()
 	cloned := make([]*pb.Entry, len(es))
 	for i := range es {
-		// TODO: Consider whether cloning/copying is necessary at all, and aim to eliminate it if possible.
-		cloned[i] = proto.Clone(es[i]).(*pb.Entry)
-		cloned[i].Term = new(r.Term)
-		cloned[i].Index = new(li + 1 + uint64(i))
+		// corral: a new entry that shares the proposal's Data, not a deep
+		// clone; see CORRAL.md, "Proposals appended without a copy".
+		cloned[i] = appendedEntry(es[i], r.Term, li+1+uint64(i))
 	}
 	// Track the size of this uncommitted proposal.
 	if !r.increaseUncommittedSize(cloned) {
