@@ -38,9 +38,10 @@ func (s *State) ApplyEntry(index, term uint64, data []byte) (id uint64, res Resu
 		c      *Command
 		decErr error
 	)
-	// Decode outside the lock: it only reads data and allocates.
+	// Decode outside the lock: it only reads data and allocates. c may
+	// alias data (applyCopies), which nothing changes while it applies.
 	if len(data) > 0 {
-		c, id, decErr = decodeCommand(data)
+		c, id, decErr = decodeCommand(data, true)
 	}
 
 	s.mu.Lock()

@@ -209,7 +209,7 @@ func zigzag(x int64) uint64 {
 // unknown op without IgnoreUnknownTypeFlag. It never panics and the returned
 // Command shares no memory with b.
 func UnmarshalCommand(b []byte) (*Command, error) {
-	c, _, err := decodeCommand(b)
+	c, _, err := decodeCommand(b, false)
 	if err != nil {
 		return nil, err
 	}
@@ -240,8 +240,9 @@ func CheckApplicable(b []byte) error {
 
 // decodeCommand is UnmarshalCommand that also returns the request id as soon
 // as the envelope header decoded, so Apply can hand an error for an unknown
-// op back to the proposer's waiter.
-func decodeCommand(b []byte) (*Command, uint64, error) {
+// op back to the proposer's waiter. With forApply, the Value of an op in
+// applyCopies aliases b rather than copying it.
+func decodeCommand(b []byte, forApply bool) (*Command, uint64, error) {
 	r := reader{b: b}
 	ver, err := r.byte()
 	if err != nil {
@@ -277,7 +278,7 @@ func decodeCommand(b []byte) (*Command, uint64, error) {
 	}
 	switch {
 	case isKVOp(c.Op):
-		err = c.decodeKVPayload(payload)
+		err = c.decodeKVPayload(payload, forApply && applyCopies[c.Op])
 	case c.Op.Ignorable():
 		c.payload = append([]byte(nil), payload...)
 	default:
@@ -289,7 +290,14 @@ func decodeCommand(b []byte) (*Command, uint64, error) {
 	return c, c.ID, nil
 }
 
-func (c *Command) decodeKVPayload(p []byte) error {
+// applyCopies lists the ops whose apply copies whatever it keeps of the
+// command's Value (decodeZNodeFrom, decodeZNodeWrite's readString, readData
+// and readZNodeACL, decodePayload's JSON), so Apply may decode them without
+// a copy of their own: that copy was the largest single allocation of a
+// ZooKeeper write on every controller.
+var applyCopies = map[Op]bool{OpZNodeFrom: true, OpZNodeWrite: true}
+
+func (c *Command) decodeKVPayload(p []byte, alias bool) error {
 	r := reader{b: p}
 	flags, err := r.byte()
 	if err != nil {
@@ -307,7 +315,11 @@ func (c *Command) decodeKVPayload(p []byte) error {
 		return fmt.Errorf("value: %w: %w", ErrMalformed, err)
 	}
 	c.Key = string(key)
-	if len(val) > 0 {
+	switch {
+	case len(val) == 0:
+	case alias:
+		c.Value = val
+	default:
 		c.Value = append([]byte(nil), val...)
 	}
 	if flags&kvFlagHasPrev != 0 {

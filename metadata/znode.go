@@ -202,7 +202,7 @@ func ValidateZNodePath(p string) error {
 	case p[len(p)-1] == '/':
 		return bad("must not end with /")
 	}
-	for _, seg := range strings.Split(p[1:], "/") {
+	for seg := range strings.SplitSeq(p[1:], "/") { // SplitSeq: no slice per write
 		if seg == "" || seg == "." || seg == ".." {
 			return bad("empty, . or .. segment")
 		}

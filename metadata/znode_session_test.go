@@ -147,7 +147,7 @@ func FuzzZNodeFrom(f *testing.F) {
 		o, inner, err := decodeZNodeFrom(p)
 		if err == nil {
 			// One encoding per value.
-			c, err := NewZNodeFromCommand(o, inner)
+			c, err := NewZNodeFromCommand(o, &inner)
 			if err != nil {
 				t.Fatal(err)
 			}

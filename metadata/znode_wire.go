@@ -32,10 +32,32 @@ const (
 // NewZNodeWriteCommand encodes p, a *ZNodeCreate, *ZNodeDelete or
 // *ZNodeSetData, as an OpZNodeWrite command.
 func NewZNodeWriteCommand(p any) (*Command, error) {
-	var b []byte
+	n, err := zwLen(p)
+	if err != nil {
+		return nil, err
+	}
+	return &Command{Op: OpZNodeWrite, Value: appendZNodeWrite(make([]byte, 0, n), p)}, nil
+}
+
+// zwLen bounds the encoded size of p, so that one allocation holds it
+// (and, for NewZNodeFromWriteCommand, its origin too).
+func zwLen(p any) (int, error) {
 	switch p := p.(type) {
 	case *ZNodeCreate:
-		b = make([]byte, 0, 32+len(p.Path)+len(p.Data)+16*len(p.ACL))
+		return 32 + len(p.Path) + len(p.Data) + 16*len(p.ACL), nil
+	case *ZNodeDelete:
+		return 8 + len(p.Path), nil
+	case *ZNodeSetData:
+		return 24 + len(p.Path) + len(p.Data), nil
+	}
+	return 0, fmt.Errorf("encode %s payload: unsupported %T", OpZNodeWrite, p)
+}
+
+// appendZNodeWrite appends p's OpZNodeWrite payload; p is one zwLen
+// accepted.
+func appendZNodeWrite(b []byte, p any) []byte {
+	switch p := p.(type) {
+	case *ZNodeCreate:
 		b = append(b, zwCreate, dataFlag(p.Data)|bit(p.Ephemeral, zwEphemeral)|bit(p.Sequential, zwSequential)|bit(p.Container, zwContainer))
 		b = appendLenString(b, p.Path)
 		b = appendLenBytes(b, p.Data)
@@ -44,21 +66,17 @@ func NewZNodeWriteCommand(p any) (*Command, error) {
 		b = binary.AppendVarint(b, p.Session)
 		b = binary.AppendVarint(b, p.AtMS)
 	case *ZNodeDelete:
-		b = make([]byte, 0, 8+len(p.Path))
 		b = append(b, zwDelete)
 		b = appendLenString(b, p.Path)
 		b = binary.AppendVarint(b, int64(p.Version))
 	case *ZNodeSetData:
-		b = make([]byte, 0, 24+len(p.Path)+len(p.Data))
 		b = append(b, zwSetData, dataFlag(p.Data))
 		b = appendLenString(b, p.Path)
 		b = appendLenBytes(b, p.Data)
 		b = binary.AppendVarint(b, int64(p.Version))
 		b = binary.AppendVarint(b, p.AtMS)
-	default:
-		return nil, fmt.Errorf("encode %s payload: unsupported %T", OpZNodeWrite, p)
 	}
-	return &Command{Op: OpZNodeWrite, Value: b}, nil
+	return b
 }
 
 func dataFlag(d []byte) byte { return bit(d == nil, zwNilData) }

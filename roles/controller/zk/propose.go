@@ -10,19 +10,29 @@ import (
 // (metadata.OpZNodeWrite): they are the hot path, and every controller
 // decodes each one on its raft loop. Everything else goes as JSON.
 func command(op metadata.Op, payload any) (*metadata.Command, error) {
-	switch p := payload.(type) {
-	case metadata.ZNodeCreate:
-		payload = &p
-	case metadata.ZNodeDelete:
-		payload = &p
-	case metadata.ZNodeSetData:
-		payload = &p
-	}
-	switch op {
-	case metadata.OpZNodeCreate, metadata.OpZNodeDelete, metadata.OpZNodeSetData:
-		return metadata.NewZNodeWriteCommand(payload)
+	if w, ok := binaryWrite(op, payload); ok {
+		return metadata.NewZNodeWriteCommand(w)
 	}
 	return metadata.NewWorkerCommand(op, payload)
+}
+
+// binaryWrite returns payload as NewZNodeWriteCommand takes it, and
+// whether op goes in binary.
+func binaryWrite(op metadata.Op, payload any) (any, bool) {
+	switch op {
+	case metadata.OpZNodeCreate, metadata.OpZNodeDelete, metadata.OpZNodeSetData:
+	default:
+		return nil, false
+	}
+	switch p := payload.(type) {
+	case metadata.ZNodeCreate:
+		return &p, true
+	case metadata.ZNodeDelete:
+		return &p, true
+	case metadata.ZNodeSetData:
+		return &p, true
+	}
+	return payload, true
 }
 
 // proposePayload encodes and proposes one command (Backend.Propose).
@@ -39,13 +49,20 @@ func (s *Server) proposePayload(ctx context.Context, op metadata.Op, payload any
 // machine refuses it if the session has moved to another connection since
 // (ZooKeeper's SessionMoved).
 func (c *conn) proposeFrom(ctx context.Context, op metadata.Op, payload any) (metadata.Result, error) {
+	o := metadata.ZNodeOrigin{Session: c.sessionID(), Conn: c.owner}
+	if w, ok := binaryWrite(op, payload); ok { // the hot path: one buffer
+		cmd, err := metadata.NewZNodeFromWriteCommand(o, w)
+		if err != nil {
+			return metadata.Result{}, err
+		}
+		return c.srv.b.Propose(ctx, cmd)
+	}
 	cmd, err := command(op, payload)
 	if err != nil {
 		return metadata.Result{}, err
 	}
 	switch cmd.Op {
-	case metadata.OpZNodeWrite, metadata.OpZNodeSetACL, metadata.OpZNodeMulti:
-		o := metadata.ZNodeOrigin{Session: c.sessionID(), Conn: c.owner}
+	case metadata.OpZNodeSetACL, metadata.OpZNodeMulti:
 		if cmd, err = metadata.NewZNodeFromCommand(o, cmd); err != nil {
 			return metadata.Result{}, err
 		}
