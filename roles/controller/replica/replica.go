@@ -252,6 +252,7 @@ func (c *Replica) Start() {
 	go c.run()
 	go c.electAtBoot()
 	go c.proposeLoop(c.batcher)
+	go c.sweepLoop()
 	go c.forwardLoop()
 	go c.reads.run()
 	go c.promoteLoop()
