@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -23,7 +22,7 @@ func TestForwardedWritesJoinTheLocalBatch(t *testing.T) {
 		ctx:      context.Background(),
 		met:      newControllerMetrics(prometheus.NewRegistry()),
 	}
-	c.submit(context.Background(), time.Time{}, 7, []byte("local"))
+	c.submit(context.Background(), 7, []byte("local"))
 	write := &pb.Message{Type: pb.MsgProp.Enum(), Entries: []*pb.Entry{{Data: []byte("a")}, {Data: []byte("b")}}}
 	if err := c.stepForwarded(write); err != nil {
 		t.Fatalf("forwarded write refused: %v", err)
@@ -72,7 +71,7 @@ func TestRefusedBatchCountsForwardedWrites(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	c := &Replica{met: newControllerMetrics(reg)}
 	c.waits.init()
-	ch := c.waits.register(5, time.Time{})
+	ch := c.waits.register(5)
 	c.refuse([]queuedProposal{{id: 0}, {id: 5}, {id: 0}}, raft.ErrProposalDropped)
 	if res := <-ch; !errors.Is(res.Err, ErrNoLeader) {
 		t.Fatalf("local proposal answered %v, want ErrNoLeader", res.Err)

@@ -34,7 +34,7 @@ func (c *Replica) proposeConfChange(ctx context.Context, typ pb.ConfChangeType, 
 	defer cancel()
 	req := c.nextReq.Add(1)
 	cctx := raftlog.ConfContext{RequestID: req, Address: addr}.Encode()
-	ch := c.waits.register(req, time.Time{}) // ctx bounds the wait
+	ch := c.waits.register(req)
 	defer c.waits.cancel(req)
 	cc := &pb.ConfChange{Type: typ.Enum(), NodeId: new(id), Context: cctx}
 	if err := c.node.ProposeConfChange(ctx, cc); err != nil {

@@ -12,28 +12,17 @@ import (
 
 // waitRegistry maps a proposal's request id to the caller waiting for it.
 // Raft may drop a proposal silently, so every waiter also has a deadline.
-// A proposal's deadline is kept here, and enforced by one sweeper
-// (sweepLoop), rather than by a timer context per proposal: that context,
-// its timer and its channel were 7 % of the bytes a leader allocated per
-// ZooKeeper write, and two timer-heap operations each.
 type waitRegistry struct {
 	mu sync.Mutex
-	m  map[uint64]waiter
+	m  map[uint64]chan metadata.Result
 }
 
-type waiter struct {
-	ch       chan metadata.Result
-	deadline time.Time // zero: the caller bounds the wait itself
-}
+func (w *waitRegistry) init() { w.m = map[uint64]chan metadata.Result{} }
 
-func (w *waitRegistry) init() { w.m = map[uint64]waiter{} }
-
-// register returns the channel id's result will come on; after deadline
-// (unless zero) expire sends ErrTimeout on it.
-func (w *waitRegistry) register(id uint64, deadline time.Time) chan metadata.Result {
+func (w *waitRegistry) register(id uint64) chan metadata.Result {
 	ch := make(chan metadata.Result, 1)
 	w.mu.Lock()
-	w.m[id] = waiter{ch: ch, deadline: deadline}
+	w.m[id] = ch
 	w.mu.Unlock()
 	return ch
 }
@@ -47,57 +36,20 @@ func (w *waitRegistry) cancel(id uint64) {
 // trigger hands res to the waiter of id, if this controller has one.
 func (w *waitRegistry) trigger(id uint64, res metadata.Result) bool {
 	w.mu.Lock()
-	wt, ok := w.m[id]
+	ch, ok := w.m[id]
 	delete(w.m, id)
 	w.mu.Unlock()
 	if ok {
-		wt.ch <- res
+		ch <- res
 	}
 	return ok
-}
-
-// expire hands ErrTimeout to every waiter whose deadline passed by now,
-// and returns how many.
-func (w *waitRegistry) expire(now time.Time) int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	n := 0
-	for id, wt := range w.m {
-		if !wt.deadline.IsZero() && now.After(wt.deadline) {
-			wt.ch <- metadata.Result{Err: ErrTimeout}
-			delete(w.m, id)
-			n++
-		}
-	}
-	return n
-}
-
-// sweepEvery is how often sweepLoop looks for expired waiters: a tenth of
-// the request timeout, so a proposal times out at most that late, within
-// 10 ms and 250 ms.
-func sweepEvery(requestTimeout time.Duration) time.Duration {
-	return min(max(requestTimeout/10, 10*time.Millisecond), 250*time.Millisecond)
-}
-
-// sweepLoop expires waiters until the replica stops.
-func (c *Replica) sweepLoop() {
-	t := time.NewTicker(sweepEvery(c.cfg.RequestTimeout))
-	defer t.Stop()
-	for {
-		select {
-		case <-c.stopc:
-			return
-		case now := <-t.C:
-			c.waits.expire(now)
-		}
-	}
 }
 
 func (w *waitRegistry) failAll(err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for id, wt := range w.m {
-		wt.ch <- metadata.Result{Err: err}
+	for id, ch := range w.m {
+		ch <- metadata.Result{Err: err}
 		delete(w.m, id)
 	}
 }
@@ -213,18 +165,17 @@ func (c *Replica) Propose(ctx context.Context, cmd *metadata.Command) (metadata.
 // propose is Propose without folding the state machine's refusal into the
 // error: for callers that only care whether the entry committed.
 func (c *Replica) propose(ctx context.Context, cmd *metadata.Command) (metadata.Result, error) {
-	// The request timeout bounds the wait through the registry's sweeper
-	// (waitRegistry), not a timer of its own; the caller's ctx may end it
-	// sooner. Only waiting for a leader, the rare case, takes a timer.
-	deadline := time.Now().Add(c.cfg.RequestTimeout)
-	if c.leader.Load() == 0 {
-		wctx, cancel := context.WithDeadline(ctx, deadline)
-		err := c.waitLeader(wctx)
-		cancel()
-		if err != nil {
-			c.met.proposalsFailed.WithLabelValues("no_leader").Inc()
-			return metadata.Result{}, err
-		}
+	// A caller's deadline that comes first already bounds the wait: a
+	// second timer would cost every write an allocation and a timer heap
+	// insert and delete on the leader's busiest path for nothing.
+	if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > c.cfg.RequestTimeout {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.cfg.RequestTimeout)
+		defer cancel()
+	}
+	if err := c.waitLeader(ctx); err != nil {
+		c.met.proposalsFailed.WithLabelValues("no_leader").Inc()
+		return metadata.Result{}, err
 	}
 	cmd.ID = c.nextReq.Add(1)
 	// The term we know now: if the entry is appended in another one, every
@@ -233,9 +184,9 @@ func (c *Replica) propose(ctx context.Context, cmd *metadata.Command) (metadata.
 	// term that moved on between this load and raft's step only costs a
 	// retry.
 	cmd.Term = c.term.Load()
-	ch := c.waits.register(cmd.ID, deadline)
+	ch := c.waits.register(cmd.ID)
 	defer c.waits.cancel(cmd.ID)
-	c.submit(ctx, deadline, cmd.ID, cmd.Marshal()) // propose_batch.go: a refusal comes back on ch
+	c.submit(ctx, cmd.ID, cmd.Marshal()) // propose_batch.go: a refusal comes back on ch
 	select {
 	case res := <-ch:
 		if errors.Is(res.Err, ErrNoLeader) || errors.Is(res.Err, ErrStopped) {

@@ -3,7 +3,6 @@ package replica
 import (
 	"context"
 	"errors"
-	"time"
 
 	"go.etcd.io/raft/v3"
 
@@ -37,21 +36,15 @@ const (
 
 // queuedProposal is a proposal waiting for the proposer goroutine.
 type queuedProposal struct {
-	id       uint64
-	data     []byte
-	ctx      context.Context
-	deadline time.Time // zero: none but ctx's
-}
-
-// givenUp reports whether the proposal's caller no longer waits for it.
-func (q *queuedProposal) givenUp(now time.Time) bool {
-	return q.ctx.Err() != nil || (!q.deadline.IsZero() && now.After(q.deadline))
+	id   uint64
+	data []byte
+	ctx  context.Context
 }
 
 // submit hands data (cmd id) to raft through the batching goroutine. A
 // refusal reaches the caller through its waiter (proposeLoop).
-func (c *Replica) submit(ctx context.Context, deadline time.Time, id uint64, data []byte) {
-	c.props.push(queuedProposal{id: id, data: data, ctx: ctx, deadline: deadline})
+func (c *Replica) submit(ctx context.Context, id uint64, data []byte) {
+	c.props.push(queuedProposal{id: id, data: data, ctx: ctx})
 }
 
 // proposeLoop steps the queued proposals, as many as queued, one MsgProp
@@ -75,12 +68,12 @@ func (c *Replica) proposeLoop(bp batchProposer) {
 		case <-c.props.ready:
 		}
 		all := c.props.take(spare)
-		batch, now := all, time.Now()
+		batch := all
 		for len(batch) > 0 {
 			n, size := 0, 0
 			data = data[:0]
 			for n < len(batch) && n < maxBatchEntries && (n == 0 || size+len(batch[n].data) <= maxBatchBytes) {
-				if !batch[n].givenUp(now) { // else its caller gave up: leave it out
+				if batch[n].ctx.Err() == nil { // its caller gave up: leave it out
 					data = append(data, batch[n].data)
 					size += len(batch[n].data)
 				}

@@ -252,7 +252,6 @@ func (c *Replica) Start() {
 	go c.run()
 	go c.electAtBoot()
 	go c.proposeLoop(c.batcher)
-	go c.sweepLoop()
 	go c.forwardLoop()
 	go c.reads.run()
 	go c.promoteLoop()
