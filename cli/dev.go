@@ -48,6 +48,13 @@ func devAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	// SIGINT and SIGTERM are taken over before anything starts: a Ctrl-C
+	// while the node starts, or just after the hints are printed, then
+	// shuts it down as usual (and removes a temporary data dir) instead of
+	// killing the process. Taken after the hints, a SIGINT sent as soon as
+	// they appeared killed it (seen in CI).
+	ctx, stop := signalContext(c.Context)
+	defer stop()
 	dataDir, temporary := c.String("data-dir"), false
 	if dataDir == "" {
 		if dataDir, err = os.MkdirTemp("", "corral-dev-"); err != nil {
@@ -89,8 +96,6 @@ func devAction(c *cli.Context) error {
 	}
 	printDevHints(c.App.Writer, ctrl.HTTPAddr(), ctrl.ZKAddr(), dataDir, temporary, len(workers))
 
-	ctx, stop := signalContext(c.Context)
-	defer stop()
 	var failed error
 	select {
 	case <-ctx.Done():

@@ -186,6 +186,21 @@ func TestDevRemovesItsTemporaryDataDir(t *testing.T) {
 	require.True(t, os.IsNotExist(err), "temporary data dir %s still exists after exit", dir)
 }
 
+// TestDevStopsCleanlyOnAnInterruptWhileStarting: a Ctrl-C while corral dev starts (here: as soon as its
+// certificates exist, before its controller is up) stops it as usual, exit 0 and a goodbye, rather than the
+// signal's default action killing it (the handler used to be taken only after the hints were printed).
+func TestDevStopsCleanlyOnAnInterruptWhileStarting(t *testing.T) {
+	dataDir := filepath.Join(t.TempDir(), "dev")
+	d := startDevProcess(t, "--workers", "0", "--data-dir", dataDir)
+	require.Eventually(t, func() bool {
+		_, err := os.Stat(filepath.Join(dataDir, "tls", "node.pem"))
+		return err == nil
+	}, 30*time.Second, time.Millisecond, "corral dev never wrote its certificates")
+	code, out := d.interrupt(t)
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "corral dev: stopped (data kept in "+dataDir+"). Bye.")
+}
+
 // TestDevDataDirInUse: a second node on a data dir in use fails at once, naming the process that holds it, in
 // one message (not "open raft log X: open raft log X: ...").
 func TestDevDataDirInUse(t *testing.T) {
