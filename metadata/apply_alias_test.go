@@ -72,6 +72,39 @@ func TestApplyKeepsNothingOfAZNodeWriteEntry(t *testing.T) {
 	require.False(t, &got.Value[0] == &b[len(b)-len("value")], "apply's decode copies a put's value")
 }
 
+// A ZooKeeper write's command is one buffer and the Command, and applying
+// a setData allocates no more than the 7 objects it needs (the Command, the
+// path, the data's copy, the payload, the new node, the result's event and
+// its boxing): a second buffer when encoding, or apply copying the value
+// again, both gone in "Less garbage per write, again"
+// (docs/PERFORMANCE.md), would each add one.
+func TestZNodeWriteAllocations(t *testing.T) {
+	o := ZNodeOrigin{Session: 1, Conn: 11}
+	set := &ZNodeSetData{Path: "/n", Data: bytes.Repeat([]byte("v"), 256), Version: -1}
+	if n := testing.AllocsPerRun(100, func() {
+		if _, err := NewZNodeFromWriteCommand(o, set); err != nil {
+			t.Fatal(err)
+		}
+	}); n > 2 {
+		t.Errorf("encoding a setData's command: %v allocations, want 2", n)
+	}
+
+	a := newApplier(t)
+	require.NoError(t, a.apply(zcmd(t, OpLeaseGrant, LeaseGrantPayload{TTLMS: 5000, SecretHash: strings.Repeat("ab", 32)})).Err)
+	require.NoError(t, zcreate(t, a, "/n", nil).Err)
+	c, err := NewZNodeFromWriteCommand(o, set)
+	require.NoError(t, err)
+	entry := c.Marshal()
+	if n := testing.AllocsPerRun(100, func() {
+		a.index++
+		if _, res := a.s.Apply(a.index, entry); res.Err != nil {
+			t.Fatal(res.Err)
+		}
+	}); n > 7 {
+		t.Errorf("applying a setData: %v allocations, want at most 7", n)
+	}
+}
+
 // BenchmarkApplyZNodeSetData applies ZooKeeper setData commands as every
 // controller does for every such write; its bytes/op is the state
 // machine's share of a write's garbage (docs/PERFORMANCE.md, "Less

@@ -10,7 +10,8 @@
 # Environment: AB_DIR (the cluster's dir, default /tmp/corral-ab; grow its
 # tree first, e.g. with a `bin/compare zk -ops create` run against it),
 # AB_CLIENTS (128), AB_DURATION (10s). The cluster listens where
-# scripts/cluster.sh puts it, with CORRAL_ZK_BASE=2280. Every run is
+# scripts/cluster.sh puts it (CORRAL_HTTP_BASE is honoured), with
+# CORRAL_ZK_BASE=2280. Every run is
 # bounded by DURATION; the cluster is stopped at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,6 +26,7 @@ for b in "$a_bin" "$b_bin"; do
 done
 [ -x bin/compare ] || (cd scripts/compare && go build -o ../../bin/compare .)
 zk=127.0.0.1:2281,127.0.0.1:2282,127.0.0.1:2283
+http_base=${CORRAL_HTTP_BASE:-8080}
 stop() { scripts/cluster.sh stop "$dir" >/dev/null 2>&1 || true; }
 trap stop EXIT
 # metric PORT NAME: the value of an unlabelled metric, as an integer.
@@ -40,7 +42,7 @@ for x in $order; do
 	bin/compare zk -corral $zk -ops setData -clients "$clients" -duration 4s -rounds 1 -sessions 0 -quiet-idle 0 >/dev/null 2>&1
 	port=
 	for i in 1 2 3; do
-		[ "$(metric $((8080 + i)) corral_raft_is_leader)" = 1 ] && port=$((8080 + i))
+		[ "$(metric $((http_base + i)) corral_raft_is_leader)" = 1 ] && port=$((http_base + i))
 	done
 	[ -n "$port" ] || { echo "no leader after the warm-up" >&2; exit 1; }
 	g0=$(metric $port go_gc_duration_seconds_count) a0=$(metric $port go_memstats_alloc_bytes_total)

@@ -57,7 +57,7 @@ func (c *conn) proposeFrom(ctx context.Context, op metadata.Op, payload any) (me
 		}
 		return c.srv.b.Propose(ctx, cmd)
 	}
-	cmd, err := command(op, payload)
+	cmd, err := metadata.NewWorkerCommand(op, payload)
 	if err != nil {
 		return metadata.Result{}, err
 	}
