@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/corral-dev/corral/metadata"
@@ -19,6 +20,26 @@ const handshakeTimeout = 10 * time.Second
 // catchUpWait bounds how long a reconnect waits for this controller to
 // apply what the client already saw elsewhere.
 const catchUpWait = 2 * time.Second
+
+// wordLinger and wordDrainMax bound how long, and how much of, what a
+// client sends after its four-letter word is read before the close.
+const (
+	wordLinger   = time.Second
+	wordDrainMax = 4 << 10
+)
+
+// drainAfterWord ends the answer to a four-letter word with a FIN, then
+// reads what the client still sends until it closes. `echo ruok | nc`
+// sends "ruok\n": closed with the newline unread, the kernel resets the
+// connection instead, and a client that had not read the answer yet
+// loses it (half of such nc runs did; ZooKeeper answers every one).
+func (c *conn) drainAfterWord() {
+	if cw, ok := c.nc.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite() // a failure here only means the client left
+	}
+	c.nc.SetReadDeadline(time.Now().Add(wordLinger))
+	_, _ = io.CopyN(io.Discard, c.nc, wordDrainMax)
+}
 
 // handshake reads the first frame: a four-letter word (answered, then
 // the connection ends) or a ConnectRequest, which opens or resumes a
@@ -33,8 +54,11 @@ func (c *conn) handshake(fr *jute.FrameReader) (ok bool, err error) {
 	if word, isWord := jute.FourLetterWord(prefix); isWord {
 		c.srv.met.requests.WithLabelValues("4lw_" + word).Inc()
 		c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
-		_, err := c.nc.Write([]byte(c.srv.fourLetter(word)))
-		return false, err
+		if _, err := c.nc.Write([]byte(c.srv.fourLetter(word))); err != nil {
+			return false, err
+		}
+		c.drainAfterWord()
+		return false, nil
 	}
 	body, err := fr.ReadBody(prefix)
 	if err != nil {

@@ -265,3 +265,36 @@ func FuzzServerConn(f *testing.F) {
 		require.GreaterOrEqual(t, b.st.AllChildrenNumber("/"), 0)
 	})
 }
+
+// TestFourLetterWordAnswerSurvivesATrailingNewline: `echo ruok | nc`
+// sends "ruok\n". A server that closed with the newline unread made the
+// kernel reset the connection, and the client lost the answer unless it
+// had read it first (half of such nc runs). The client here reads only
+// after the server has let the connection go, so that race always goes
+// the bad way; the answer must still arrive, then a clean EOF.
+func TestFourLetterWordAnswerSurvivesATrailingNewline(t *testing.T) {
+	b := newFakeBackend()
+	s := startServer(t, b, Config{ServerID: "c1"})
+	open := func() int {
+		s.mu.RLock()
+		defer s.mu.RUnlock()
+		return len(s.conns)
+	}
+	for _, word := range []string{"ruok", "srvr", "ruok"} {
+		nc, err := net.DialTimeout("tcp", s.Addr().String(), 5*time.Second)
+		require.NoError(t, err)
+		nc.SetDeadline(time.Now().Add(10 * time.Second))
+		_, err = nc.Write([]byte(word + "\n"))
+		require.NoError(t, err)
+		require.NoError(t, nc.(*net.TCPConn).CloseWrite()) // as nc does at the end of its input
+		require.Eventually(t, func() bool { return open() == 0 }, 5*time.Second, time.Millisecond)
+		out, err := io.ReadAll(nc)
+		nc.Close()
+		require.NoError(t, err, word)
+		if word == "ruok" {
+			require.Equal(t, "imok", string(out))
+		} else {
+			require.Contains(t, string(out), "Mode: leader\n")
+		}
+	}
+}
