@@ -17,7 +17,7 @@ func heapAt(live, goal, heap uint64) Sample {
 }
 
 func TestGCNear(t *testing.T) {
-	c := testConfig() // 64 MiB and 0.7: a collection of 240 live, 380 goal may start at 338
+	c := testConfig() // 64 MiB and 0.65: for 240 live and a 380 goal, from 331
 	for _, tc := range []struct {
 		name      string
 		prev, cur Sample
@@ -28,6 +28,9 @@ func TestGCNear(t *testing.T) {
 		{"two periods from it", heapAt(240, 380, 310), heapAt(240, 380, 320), true},
 		{"past it, marking", heapAt(240, 380, 340), heapAt(240, 380, 344), true},
 		{"past it, shrinking", heapAt(240, 380, 350), heapAt(240, 380, 345), true},
+		// The runtime's count of this heap is ahead of ours: it may be
+		// marking at 0.7 of the room by its count while ours shows 0.68.
+		{"at the runtime's mark, growing slowly", heapAt(300, 428, 386), heapAt(300, 428, 387), true},
 		{"a small heap", heapAt(30, 60, 40), heapAt(30, 60, 58), false},
 		{"no goal known", heapAt(240, 0, 300), heapAt(240, 0, 350), false},
 	} {

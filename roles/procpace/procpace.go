@@ -34,8 +34,8 @@
 // the Ps. So a process whose live heap is at least GCHeap also takes all
 // of them when its heap, growing at the rate of the last period, will
 // within two periods have used GCNear of the room the collector leaves it
-// before the next collection (the earliest point at which the runtime
-// starts one), and keeps them while that holds, through the marking; a
+// before the next collection (a little before the earliest point at
+// which the runtime starts one), and keeps them while that holds, through the marking; a
 // small heap's marking is short and changes nothing.
 //
 // An operator's GOMAXPROCS environment variable wins: the pacer is not
@@ -77,10 +77,18 @@ const (
 	// raises the Ps: below it a mark takes a few milliseconds.
 	DefaultGCHeap = 64 << 20
 	// DefaultGCNear is how much of the room between the live heap and the
-	// collector's goal the heap has used when a collection may start: the
-	// runtime starts marking between 0.7 and 0.95 of it, at 0.68-0.72
-	// for a controller of 240 MB live under 16 writing clients.
-	DefaultGCNear = 0.7
+	// collector's goal the heap we read has used when the Ps go up for a
+	// collection. The runtime starts marking between 0.7 and 0.95 of the
+	// room by its own count of the heap, and under light load at the 0.7
+	// (0.701-0.706 in a one-client run's gctrace). Our count (the heap's
+	// objects) trails the runtime's, which includes the spans each P holds
+	// for its allocations, so at 0.7 a slowly growing heap was seen to
+	// reach the mark only once it was under way or over: four of five
+	// collections of a 300 MB heap in a one-client run ran their half
+	// second on one P, the writes behind them taking 12-21 ms each
+	// (docs/PERFORMANCE.md, "A collection's start, seen in time").
+	// 0.65 leaves a twentieth of the room for that difference.
+	DefaultGCNear = 0.65
 )
 
 // Sample is what the process has used so far.
