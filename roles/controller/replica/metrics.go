@@ -29,6 +29,7 @@ type controllerMetrics struct {
 	leaderDeaths       prometheus.Counter
 	deathCampaigns     prometheus.Counter
 	bootCampaigns      prometheus.Counter
+	tickDelay          prometheus.Histogram
 }
 
 func newControllerMetrics(reg *prometheus.Registry) *controllerMetrics {
@@ -83,10 +84,14 @@ func newControllerMetrics(reg *prometheus.Registry) *controllerMetrics {
 			Name: "corral_raft_death_campaigns_total", Help: "Campaigns this member started because its leader's process ended (not by election timeout)."}),
 		bootCampaigns: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "corral_raft_boot_campaigns_total", Help: "Campaigns this member started as the lowest-id voter while no leader was known just after it started (not by election timeout)."}),
+		tickDelay: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "corral_raft_tick_delay_seconds",
+			Help:    "How late the raft loop took each tick of its clock: while it is late the leader sends no heartbeats, and at an election timeout its followers elect another.",
+			Buckets: []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5}}),
 	}
 	reg.MustRegister(m.msgsDropped, m.voters, m.learners, m.failureTolerance, m.term, m.hasLeader, m.isLeader, m.leaderChanges, m.commitIndex, m.appliedIndex,
 		m.proposalsCommitted, m.proposalsFailed, m.entriesSkipped, m.applyDuration, m.syncDuration, m.snapshots,
-		m.snapshotSize, m.snapshotDuration, m.leaderDeaths, m.deathCampaigns, m.bootCampaigns,
+		m.snapshotSize, m.snapshotDuration, m.leaderDeaths, m.deathCampaigns, m.bootCampaigns, m.tickDelay,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

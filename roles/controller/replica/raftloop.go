@@ -27,9 +27,11 @@ func (c *Replica) run() {
 	loops.Go(func() { c.failOn(c.applyLoop()) })
 	ticker := time.NewTicker(c.cfg.TickInterval)
 	defer ticker.Stop()
+	late := newTickWatch(c.met.tickDelay, c.log, c.cfg.TickInterval, c.cfg.ElectionTicks)
 	for {
 		select {
-		case <-ticker.C:
+		case due := <-ticker.C:
+			late.observe(due, time.Now())
 			c.node.Tick()
 		case rd := <-c.node.Ready():
 			c.handleReady(rd)
