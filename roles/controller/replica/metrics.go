@@ -30,6 +30,7 @@ type controllerMetrics struct {
 	deathCampaigns     prometheus.Counter
 	bootCampaigns      prometheus.Counter
 	tickDelay          prometheus.Histogram
+	heartbeatGap       prometheus.Histogram
 }
 
 func newControllerMetrics(reg *prometheus.Registry) *controllerMetrics {
@@ -88,10 +89,14 @@ func newControllerMetrics(reg *prometheus.Registry) *controllerMetrics {
 			Name:    "corral_raft_tick_delay_seconds",
 			Help:    "How late the raft loop took each tick of its clock: while it is late the leader sends no heartbeats, and at an election timeout its followers elect another.",
 			Buckets: []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5}}),
+		heartbeatGap: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "corral_raft_heartbeat_interval_seconds",
+			Help:    "On the leader, the time between two rounds of heartbeats: the heartbeat interval, unless the raft loop or raft's goroutine stalls; at an election timeout the followers elect another leader.",
+			Buckets: []float64{0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 0.7, 1, 1.5, 2.5, 5}}),
 	}
 	reg.MustRegister(m.msgsDropped, m.voters, m.learners, m.failureTolerance, m.term, m.hasLeader, m.isLeader, m.leaderChanges, m.commitIndex, m.appliedIndex,
 		m.proposalsCommitted, m.proposalsFailed, m.entriesSkipped, m.applyDuration, m.syncDuration, m.snapshots,
-		m.snapshotSize, m.snapshotDuration, m.leaderDeaths, m.deathCampaigns, m.bootCampaigns, m.tickDelay,
+		m.snapshotSize, m.snapshotDuration, m.leaderDeaths, m.deathCampaigns, m.bootCampaigns, m.tickDelay, m.heartbeatGap,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -27,11 +27,11 @@ func (c *Replica) run() {
 	loops.Go(func() { c.failOn(c.applyLoop()) })
 	ticker := time.NewTicker(c.cfg.TickInterval)
 	defer ticker.Stop()
-	late := newTickWatch(c.met.tickDelay, c.log, c.cfg.TickInterval, c.cfg.ElectionTicks)
+	late := newStallWatch(c.met.tickDelay, c.log, msgTickLate, c.cfg.TickInterval, c.cfg.ElectionTicks)
 	for {
 		select {
 		case due := <-ticker.C:
-			late.observe(due, time.Now())
+			late.tickTaken(due, time.Now())
 			c.node.Tick()
 		case rd := <-c.node.Ready():
 			c.handleReady(rd)
@@ -83,6 +83,7 @@ func (c *Replica) handleReady(rd raft.Ready) {
 		c.readyLast.Store(rd.Entries[n-1].GetIndex()) // before anyone can acknowledge them (validate.go)
 	}
 	out := rd.Messages[:0] // raft lets go of the slice with the Ready
+	beats := false
 	for _, m := range rd.Messages {
 		switch m.GetTo() {
 		case raft.LocalAppendThread:
@@ -90,10 +91,14 @@ func (c *Replica) handleReady(rd raft.Ready) {
 		case raft.LocalApplyThread:
 			c.applyQ.push(applyItem{msg: m})
 		default:
+			beats = beats || m.GetType() == pb.MessageType_MsgHeartbeat
 			out = append(out, m)
 		}
 	}
 	c.send(out)
+	if beats {
+		c.beats.sent(time.Now())
+	}
 	for _, rs := range rd.ReadStates {
 		c.reads.deliver(rs)
 	}
@@ -104,6 +109,9 @@ func (c *Replica) updateSoftState(ss *raft.SoftState) {
 	c.raftState.Store(uint32(ss.RaftState))
 	isLeader := ss.RaftState == raft.StateLeader
 	wasLeader := c.isLeader.Swap(isLeader)
+	if !isLeader {
+		c.beats.stop()
+	}
 	if ss.Lead != 0 {
 		c.met.hasLeader.Set(1)
 	} else {

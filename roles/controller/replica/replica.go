@@ -106,6 +106,9 @@ type Replica struct {
 	tls   *transport.TLSBundle // nil with an injected Transport
 	reg   *prometheus.Registry
 	met   *controllerMetrics
+	// beats measures a leader's rounds of heartbeats; the raft loop's own
+	// (tickdelay.go).
+	beats beatWatch
 
 	state     atomic.Pointer[metadata.State] // replaced when a snapshot is installed
 	clusterID atomic.Value                   // string; "" until known
@@ -201,6 +204,7 @@ func Open(cfg Config) (*Replica, error) {
 	c.clusterID.Store("")
 	c.snapJitter = newSnapJitter(cfg.SnapshotEvery) // members apart from the first snapshot on
 	c.met = newControllerMetrics(c.reg)
+	c.beats = beatWatch{stallWatch: newStallWatch(c.met.heartbeatGap, c.log, msgBeatLate, cfg.TickInterval, cfg.ElectionTicks)}
 	c.waits.init()
 	c.heard.init()
 	c.applied.init()

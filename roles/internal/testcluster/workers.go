@@ -92,7 +92,8 @@ func (c *Cluster) WaitAlive(ws ...*Worker) {
 	}
 }
 
-// Metric returns the value of the counter or gauge name with the given
+// Metric returns the value of the counter or gauge name (a histogram's
+// sample count) with the given
 // label values (in the order the metric declares its labels) from reg, or
 // 0 when no such series exists yet. Tests read metrics through the
 // registry, as a scrape would, instead of reaching into a package.
@@ -113,6 +114,8 @@ func Metric(t *testing.T, reg prometheus.Gatherer, name string, labelValues ...s
 				return m.GetCounter().GetValue()
 			case m.GetGauge() != nil:
 				return m.GetGauge().GetValue()
+			case m.GetHistogram() != nil:
+				return float64(m.GetHistogram().GetSampleCount())
 			}
 		}
 	}
