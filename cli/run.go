@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strconv"
 	"syscall"
 	"time"
@@ -239,12 +240,19 @@ func runAction(c *cli.Context) error {
 	}
 	ctx, stop := signalContext(c.Context)
 	defer stop()
+	// A release of garbage returns pages on the runtime's system stack,
+	// unpreemptible: it runs with all Ps so that it stalls nothing else
+	// (procpace.Holds).
+	holds := &procpace.Holds{}
 	if headroom > 0 && gcpace.Wanted(os.Getenv) {
 		go gcpace.Run(ctx, gcpace.Config{Headroom: uint64(headroom), NoRelease: !c.Bool("gc-release-when-quiet"),
-			Logger: cfg.Logger})
+			Logger: cfg.Logger, Release: func() {
+				defer holds.Hold()()
+				debug.FreeOSMemory()
+			}})
 	}
 	if c.Bool("pace-procs") && procpace.Wanted(os.Getenv) {
-		go procpace.Run(ctx, procpace.Config{Logger: cfg.Logger})
+		go procpace.Run(ctx, procpace.Config{Logger: cfg.Logger, Holds: holds})
 	}
 	reload, stopHangups := hangupReloads()
 	defer stopHangups()

@@ -87,7 +87,9 @@ type Config struct {
 	StartGrace time.Duration
 	// Heap reads the garbage held and the bytes allocated so far
 	// (default: runtime/metrics); Release collects and returns the free
-	// memory to the system (default: debug.FreeOSMemory).
+	// memory to the system (default: debug.FreeOSMemory, whose return of
+	// the pages nothing can preempt: run it with more than one P, as
+	// cli/run.go does through procpace.Holds).
 	Heap    func() Heap
 	Release func()
 	// Tick delivers the pacer's periods (default: a time.Ticker of

@@ -133,6 +133,9 @@ type Config struct {
 	// tests drive it by hand.
 	Tick   <-chan time.Time
 	Logger *slog.Logger
+	// Holds, when set, are the other parts' requests for all Ps (see
+	// Holds).
+	Holds *Holds
 }
 
 // Wanted reports whether the pacer should run: not when the operator set
@@ -149,6 +152,7 @@ type load struct {
 	cores float64       // CPU used over wall time
 	delay time.Duration // mean scheduling latency; 0 with too few events
 	gc    bool          // a collection of a large heap is near or under way
+	held  bool          // another part of the process holds all Ps (Holds)
 }
 
 // governor decides the Ps from one period at a time.
@@ -160,8 +164,8 @@ type governor struct {
 
 // next returns the Ps for the period after one with load l.
 func (g *governor) next(l load) int {
-	busy := l.cores >= g.cfg.Up || l.delay >= g.cfg.DelayUp || l.gc
-	light := l.cores < g.cfg.Down && l.delay < g.cfg.DelayDown && !l.gc
+	busy := l.cores >= g.cfg.Up || l.delay >= g.cfg.DelayUp || l.gc || l.held
+	light := l.cores < g.cfg.Down && l.delay < g.cfg.DelayDown && !l.gc && !l.held
 	switch {
 	case g.procs == 1 && busy:
 		g.procs, g.low = g.cfg.Max, 0
@@ -214,6 +218,25 @@ func Run(ctx context.Context, cfg Config) {
 	original := cfg.Set(cfg.Max)
 	defer cfg.Set(original)
 	g := governor{cfg: cfg, procs: cfg.Max}
+	holds := cfg.Holds
+	if holds == nil {
+		holds = &Holds{}
+	}
+	// The governor's state and Set are shared with Hold, under holds.mu.
+	holds.mu.Lock()
+	holds.raise = func() {
+		if g.procs != cfg.Max {
+			cfg.Set(cfg.Max)
+			cfg.Logger.Debug("gomaxprocs changed", "procs", cfg.Max, "was", g.procs, "held", true)
+		}
+		g.procs, g.low = cfg.Max, 0
+	}
+	holds.mu.Unlock()
+	defer func() {
+		holds.mu.Lock()
+		holds.raise = nil
+		holds.mu.Unlock()
+	}()
 	last, lastAt := cfg.Read(), cfg.Now()
 	for {
 		select {
@@ -228,12 +251,15 @@ func Run(ctx context.Context, cfg Config) {
 		}
 		l := cfg.measure(last, cur, wall)
 		last, lastAt = cur, at
+		holds.mu.Lock()
+		l.held = holds.n > 0
 		prev := g.procs
 		if p := g.next(l); p != prev {
 			cfg.Set(p)
 			cfg.Logger.Debug("gomaxprocs changed", "procs", p, "was", prev, "cpu_cores", l.cores,
 				"sched_delay", l.delay, "gc_near", l.gc)
 		}
+		holds.mu.Unlock()
 	}
 }
 
