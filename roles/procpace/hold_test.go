@@ -1,9 +1,7 @@
 package procpace
 
 import (
-	"context"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -12,29 +10,8 @@ import (
 // them through light periods until it is released; then the usual second
 // of light load takes the process back to one P.
 func TestHoldRaisesAtOnceAndKeepsThePs(t *testing.T) {
-	f := &fakeProcess{now: time.Unix(1000, 0), sets: make(chan int, 16), reads: make(chan struct{}), gmp: 2}
-	tick := make(chan time.Time)
 	holds := &Holds{}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		Run(ctx, Config{Max: 2, Read: f.read, Now: f.clock, Set: f.set, Tick: tick, Holds: holds})
-	}()
-	next := func() int {
-		select {
-		case n := <-f.sets:
-			return n
-		case <-time.After(10 * time.Second):
-			t.Fatal("no GOMAXPROCS set within 10s")
-			return 0
-		}
-	}
-	period := func(l load) {
-		f.period(l)
-		tick <- time.Time{}
-		<-f.reads
-	}
+	f, next, period, stop := runFake(t, Config{Holds: holds})
 	require.Equal(t, 2, next(), "starts on all Ps")
 	<-f.reads
 	for range DefaultDownPeriods {
@@ -54,8 +31,7 @@ func TestHoldRaisesAtOnceAndKeepsThePs(t *testing.T) {
 		period(light)
 	}
 	require.Equal(t, 1, next(), "released: a second of light load")
-	cancel()
-	<-done
+	stop()
 	require.Equal(t, 2, next(), "the value found at start is put back")
 	require.Empty(t, f.sets)
 	holds.Hold()() // with the pacer gone, a Hold changes nothing

@@ -125,16 +125,21 @@ func (f *fakeProcess) period(l load) {
 	f.s.Wait += 100 * l.delay
 }
 
-func TestRunSetsTheProcsAndPutsThemBack(t *testing.T) {
-	f := &fakeProcess{now: time.Unix(1000, 0), sets: make(chan int, 16), reads: make(chan struct{}), gmp: 2}
+// runFake runs the pacer on a fake process of 2 Ps with cfg (its Max,
+// Read, Now, Set and Tick are the fake's). next returns the next
+// GOMAXPROCS set; period gives the pacer one period of load l and waits
+// until it read it; stop ends the pacer and waits for it.
+func runFake(t *testing.T, cfg Config) (f *fakeProcess, next func() int, period func(load), stop func()) {
+	f = &fakeProcess{now: time.Unix(1000, 0), sets: make(chan int, 16), reads: make(chan struct{}), gmp: 2}
 	tick := make(chan time.Time)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
+	cfg.Max, cfg.Read, cfg.Now, cfg.Set, cfg.Tick = 2, f.read, f.clock, f.set, tick
 	go func() {
 		defer close(done)
-		Run(ctx, Config{Max: 2, Read: f.read, Now: f.clock, Set: f.set, Tick: tick})
+		Run(ctx, cfg)
 	}()
-	next := func() int {
+	next = func() int {
 		select {
 		case n := <-f.sets:
 			return n
@@ -143,12 +148,20 @@ func TestRunSetsTheProcsAndPutsThemBack(t *testing.T) {
 			return 0
 		}
 	}
-	// period gives Run one period of load l and waits until it read it.
-	period := func(l load) {
+	period = func(l load) {
 		f.period(l)
 		tick <- time.Time{}
 		<-f.reads
 	}
+	stop = func() {
+		cancel()
+		<-done
+	}
+	return f, next, period, stop
+}
+
+func TestRunSetsTheProcsAndPutsThemBack(t *testing.T) {
+	f, next, period, stop := runFake(t, Config{})
 	require.Equal(t, 2, next(), "starts on all Ps")
 	<-f.reads // the first sample
 	for range DefaultDownPeriods {
@@ -158,8 +171,7 @@ func TestRunSetsTheProcsAndPutsThemBack(t *testing.T) {
 	period(queued)
 	require.Equal(t, 2, next(), "goroutines queue for the one P")
 	period(middle)
-	cancel()
-	<-done
+	stop()
 	require.Equal(t, 2, next(), "the value found at start is put back")
 	require.Empty(t, f.sets)
 }
