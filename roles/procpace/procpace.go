@@ -38,6 +38,11 @@
 // which the runtime starts one), and keeps them while that holds, through the marking; a
 // small heap's marking is short and changes nothing.
 //
+// Another part of the process may also ask for all Ps for a while, and
+// get them at once (Holds): work the runtime does where nothing preempts
+// it, as debug.FreeOSMemory's return of pages, would otherwise hold the
+// one P and everything queued behind it.
+//
 // An operator's GOMAXPROCS environment variable wins: the pacer is not
 // started (see Wanted).
 package procpace
