@@ -198,6 +198,16 @@ type Config struct {
 	// its state from its snapshot and log at restart.
 	ApplyUnstableCommitted bool
 
+	// CommitNotices makes a leader tell the followers it has nothing more
+	// to send of a new commit index by a MsgApp they do not answer
+	// (corral's patch, commit_notice.go). Upstream sends an empty MsgApp,
+	// and each follower answers it with a MsgAppResp that only repeats the
+	// acknowledgement it already sent for the entries: per write, two
+	// messages from each follower where one is needed. A follower answers
+	// a notice whose log position it does not hold with a rejection, as
+	// any MsgApp. Followers honour the notice whatever their own setting.
+	CommitNotices bool
+
 	// MaxSizePerMsg limits the max byte size of each append message. Smaller
 	// value lowers the raft recovery cost(initial probing and message lost
 	// during normal operation). On the other side, it might affect the
@@ -433,6 +443,8 @@ type raft struct {
 	randomizedElectionTimeout int
 	disableProposalForwarding bool
 	stepDownOnRemoval         bool
+	// commitNotices is Config.CommitNotices.
+	commitNotices bool
 
 	tick func()
 	step stepFunc
@@ -475,6 +487,7 @@ func newRaft(c *Config) *raft {
 		disableProposalForwarding:   c.DisableProposalForwarding,
 		disableConfChangeValidation: c.DisableConfChangeValidation,
 		stepDownOnRemoval:           c.StepDownOnRemoval,
+		commitNotices:               c.CommitNotices,
 		traceLogger:                 c.TraceLogger,
 	}
 
@@ -1567,7 +1580,11 @@ func stepLeader(r *raft, m *pb.Message) error {
 					// committed index has progressed for the term, so it is safe
 					// to respond to pending read index requests
 					releasePendingReadIndexMessages(r)
-					r.bcastAppend()
+					if r.commitNotices {
+						r.bcastCommit()
+					} else {
+						r.bcastAppend()
+					}
 				} else if r.id != m.GetFrom() && pr.CanBumpCommit(r.raftLog.committed) {
 					// This node may be missing the latest commit index, so send it.
 					// NB: this is not strictly necessary because the periodic heartbeat
@@ -1814,6 +1831,9 @@ func (r *raft) handleAppendEntries(m *pb.Message) {
 		return
 	}
 	if mlastIndex, ok := r.raftLog.maybeAppend(a, m.GetCommit()); ok {
+		if isCommitNotice(m) {
+			return // nothing to acknowledge (commit_notice.go)
+		}
 		r.send(&pb.Message{To: m.From, Type: pb.MsgAppResp.Enum(), Index: new(mlastIndex)})
 		return
 	}
