@@ -33,6 +33,7 @@
 # trips, RSS and CPU of the nodes, expiry of 100 sessions whose sockets are
 # closed without closeSession).
 #   scripts/compare.sh zk [--rounds N] [--duration D] [--clients "1 16 128"] [--sessions 10000]
+#                         [--ops "create setData getData"]   # which ops, in this order
 #
 # With "restart" it loads each system with KEYS distinct keys of 256 bytes
 # (64 writers; corral PUT, etcd Put, ZooKeeper create of KEYS znodes under
@@ -70,7 +71,7 @@ cd "$(dirname "$0")/.."
 usage() {
 	echo "usage: $0 [ROUNDS] [DURATION] [CLIENT COUNTS]" >&2
 	echo "       $0 failover [--trials N]" >&2
-	echo "       $0 zk [--rounds N] [--duration D] [--clients \"1 16 128\"] [--sessions N]" >&2
+	echo "       $0 zk [--rounds N] [--duration D] [--clients \"1 16 128\"] [--sessions N] [--ops \"create setData getData\"]" >&2
 	echo "       $0 restart [--keys N] [--trials T] [--kill] [--snapshot-windows N]" >&2
 	echo "       $0 goals" >&2
 	exit 1
@@ -129,7 +130,7 @@ counts=${3:-1 16 128}
 if [ "${1:-}" = zk ]; then
 	mode=zk
 	shift
-	rounds=3 duration=10s counts="1 16 128" sessions=10000
+	rounds=3 duration=10s counts="1 16 128" sessions=10000 ops="create setData getData"
 	while [ $# -gt 0 ]; do
 		[ $# -ge 2 ] || usage
 		case "$1" in
@@ -137,6 +138,7 @@ if [ "${1:-}" = zk ]; then
 		--duration) duration=$2 ;;
 		--clients) counts=$2 ;;
 		--sessions) sessions=$2 ;;
+		--ops) ops=$2 ;;
 		*) usage ;;
 		esac
 		shift 2
@@ -248,7 +250,7 @@ done
 if [ "$mode" = zk ]; then
 	echo "# $(date -u +%FT%TZ) $(nproc) cores; ZooKeeper $(dpkg-query -W -f '${Version}' zookeeper) (forceSync on), corral $rev (--zk-addr, fsync on)"
 	bin/compare zk -corral 127.0.0.1:2281,127.0.0.1:2282,127.0.0.1:2283 -zk "$ezk" \
-		-rounds "$rounds" -duration "$duration" -clients "$counts" -sessions "$sessions" -json "$base/zk.json"
+		-rounds "$rounds" -duration "$duration" -clients "$counts" -sessions "$sessions" -ops "$ops" -json "$base/zk.json"
 	echo "# every run as JSON: $base/zk.json"
 	exit 0
 fi
