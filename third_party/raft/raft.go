@@ -198,8 +198,8 @@ type Config struct {
 	// its state from its snapshot and log at restart.
 	ApplyUnstableCommitted bool
 
-	// CommitNotices makes a leader tell the followers it has nothing more
-	// to send of a new commit index by a MsgApp they do not answer
+	// CommitNotices makes a leader tell a new commit index to each follower
+	// it has sent every entry with a MsgApp the follower does not answer
 	// (corral's patch, commit_notice.go). Upstream sends an empty MsgApp,
 	// and each follower answers it with a MsgAppResp that only repeats the
 	// acknowledgement it already sent for the entries: per write, two
