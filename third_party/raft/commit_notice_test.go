@@ -142,13 +142,13 @@ func TestCommitNoticeLostAnswerRecoveredByHeartbeat(t *testing.T) {
 func TestCommitNoticeOnlyForAFollowerSentEverything(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		set    func(r *raft, pr *tracker.Progress)
+		set    func(pr *tracker.Progress)
 		notice bool
 	}{
-		{"replicating, sent everything", func(*raft, *tracker.Progress) {}, true},
-		{"probing", func(_ *raft, pr *tracker.Progress) { pr.BecomeProbe() }, false},
-		{"entries still to send", func(_ *raft, pr *tracker.Progress) { pr.Next-- }, false},
-		{"inflights full", func(_ *raft, pr *tracker.Progress) {
+		{"replicating, sent everything", func(*tracker.Progress) {}, true},
+		{"probing", func(pr *tracker.Progress) { pr.BecomeProbe() }, false},
+		{"entries still to send", func(pr *tracker.Progress) { pr.Next-- }, false},
+		{"inflights full", func(pr *tracker.Progress) {
 			for !pr.Inflights.Full() {
 				pr.Inflights.Add(pr.Next-1, 1)
 			}
@@ -159,7 +159,7 @@ func TestCommitNoticeOnlyForAFollowerSentEverything(t *testing.T) {
 			l := nn.raft(1)
 			pr := l.trk.Progress[2]
 			require.Equal(t, tracker.StateReplicate, pr.State)
-			tc.set(l, pr)
+			tc.set(pr)
 			l.bcastCommit()
 			var to2 []*pb.Message
 			for _, m := range l.readMessages() {
