@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
@@ -379,6 +380,7 @@ const (
 // ErrCorrupt at Open, or to raft, which then halts this node only).
 func pebbleOptions(logger *slog.Logger) *pebble.Options {
 	return &pebble.Options{
+		FS:                    warmReuseFS{vfs.Default},
 		L0CompactionThreshold: l0CompactionThreshold,
 		L0StopWritesThreshold: l0StopWritesThreshold,
 		Logger:                pebbleLogger{logger},
